@@ -1,0 +1,21 @@
+#include <torch_backend/Activate.h>
+
+#include <c10/core/Allocator.h>
+
+#include <torch_backend/Allocator.h>
+#include <torch_backend/Runtime.h>
+
+#include "Registration.h"
+
+namespace torch_backend {
+
+void activate(DeviceRuntime* runtime) {
+  set_active_runtime(runtime);  // throws on a second activation
+  register_device_guard();
+  c10::SetAllocator(c10::DeviceType::PrivateUse1, device_allocator());
+  register_hooks();
+  register_minimal_kernels();
+  register_cpu_fallback();
+}
+
+}  // namespace torch_backend

@@ -1,0 +1,245 @@
+// The minimal kernels every device needs: factories, views, resize, set_,
+// copies and scalar reads. Everything else reaches the CPU fallback.
+#include <ATen/EmptyTensor.h>
+#include <ATen/core/Tensor.h>
+#include <ATen/ops/_local_scalar_dense.h>
+#include <ATen/ops/_reshape_alias_native.h>
+#include <ATen/ops/as_strided_native.h>
+#include <ATen/ops/empty.h>
+#include <ATen/ops/view_native.h>
+#include <c10/core/DeviceGuard.h>
+#include <torch/library.h>
+
+#include <torch_backend/Allocator.h>
+#include <torch_backend/Runtime.h>
+
+#include "Registration.h"
+
+namespace torch_backend {
+namespace {
+
+using at::IntArrayRef;
+using at::Tensor;
+using c10::Device;
+using c10::DeviceType;
+
+c10::DispatchKeySet device_keys() {
+  return c10::DispatchKeySet(c10::DispatchKey::PrivateUse1);
+}
+
+// Out-of-tree kernels get no generated DeviceGuard: factories must select the
+// requested device themselves, or `fake:1` would allocate on the current one.
+std::optional<Device> indexed(std::optional<Device> device) {
+  if (device.has_value() && device->has_index()) {
+    return device;
+  }
+  return std::nullopt;
+}
+
+Tensor empty_memory_format(IntArrayRef size, std::optional<at::ScalarType> dtype,
+                           std::optional<at::Layout> layout,
+                           std::optional<Device> device,
+                           std::optional<bool> pin_memory,
+                           std::optional<at::MemoryFormat> memory_format) {
+  TORCH_CHECK(!pin_memory.value_or(false),
+              "only CPU tensors can be pinned, not device tensors");
+  c10::OptionalDeviceGuard guard(indexed(device));
+  return at::detail::empty_generic(size, device_allocator(), device_keys(),
+                                   c10::dtype_or_default(dtype), memory_format);
+}
+
+Tensor empty_strided(IntArrayRef size, IntArrayRef stride,
+                     std::optional<at::ScalarType> dtype,
+                     std::optional<at::Layout> layout,
+                     std::optional<Device> device,
+                     std::optional<bool> pin_memory) {
+  TORCH_CHECK(!pin_memory.value_or(false),
+              "only CPU tensors can be pinned, not device tensors");
+  c10::OptionalDeviceGuard guard(indexed(device));
+  return at::detail::empty_strided_generic(size, stride, device_allocator(),
+                                           device_keys(),
+                                           c10::dtype_or_default(dtype));
+}
+
+// Grows a storage, keeping its contents, using the storage's own allocator.
+void resize_storage_bytes(const c10::Storage& storage, size_t new_bytes) {
+  TORCH_CHECK(storage.resizable(),
+              "Trying to resize storage that is not resizable");
+  const size_t old_bytes = storage.nbytes();
+  c10::DeviceGuard guard(storage.device());
+  c10::DataPtr fresh = storage.allocator()->allocate(new_bytes);
+  const size_t keep = std::min(old_bytes, new_bytes);
+  if (keep > 0 && storage.data() != nullptr) {
+    TORCH_BACKEND_CHECK(active_runtime().memcpy(
+        fresh.get(), storage.data(), keep, CopyKind::DeviceToDevice));
+  }
+  storage.set_data_ptr_noswap(std::move(fresh));
+  storage.set_nbytes(new_bytes);
+}
+
+const Tensor& resize_(const Tensor& self, IntArrayRef size,
+                      std::optional<at::MemoryFormat> memory_format) {
+  auto* impl = self.unsafeGetTensorImpl();
+  if (self.sizes() == size && !memory_format.has_value()) {
+    return self;
+  }
+  impl->set_sizes_contiguous(size);
+  if (memory_format.has_value()) {
+    TORCH_CHECK(*memory_format != at::MemoryFormat::Preserve,
+                "Unsupported memory format Preserve");
+    impl->empty_tensor_restride(*memory_format);
+  }
+  const size_t needed = at::detail::computeStorageNbytes(
+      self.sizes(), self.strides(), self.dtype().itemsize(),
+      self.storage_offset());
+  if (needed > self.storage().nbytes()) {
+    resize_storage_bytes(self.storage(), needed);
+  }
+  return self;
+}
+
+Tensor& set_storage(Tensor& self, c10::Storage source, int64_t storage_offset,
+                    IntArrayRef size, IntArrayRef stride) {
+  TORCH_CHECK(source.device().type() == DeviceType::PrivateUse1,
+              "set_: expected a storage on ", self.device(), " but got one on ",
+              source.device());
+  auto* impl = self.unsafeGetTensorImpl();
+  impl->set_storage_keep_dtype(std::move(source));
+  impl->set_storage_offset(storage_offset);
+  if (stride.empty()) {
+    impl->set_sizes_contiguous(size);
+  } else {
+    impl->set_sizes_and_strides(size, stride);
+  }
+  const size_t needed = at::detail::computeStorageNbytes(
+      self.sizes(), self.strides(), self.dtype().itemsize(), storage_offset);
+  if (needed > self.storage().nbytes()) {
+    resize_storage_bytes(self.storage(), needed);
+  }
+  return self;
+}
+
+Tensor& set_source_storage(Tensor& self, c10::Storage source) {
+  const int64_t numel =
+      static_cast<int64_t>(source.nbytes() / self.dtype().itemsize());
+  return set_storage(self, std::move(source), 0, {numel}, {});
+}
+
+Tensor& set_source_tensor(Tensor& self, const Tensor& source) {
+  if (self.unsafeGetTensorImpl() == source.unsafeGetTensorImpl()) {
+    return self;
+  }
+  return set_storage(self, source.storage(), source.storage_offset(),
+                     source.sizes(), source.strides());
+}
+
+// Byte span a strided tensor touches, from its first element.
+size_t span_bytes(const Tensor& t) {
+  int64_t last = 0;
+  for (int64_t d = 0; d < t.dim(); ++d) {
+    last += (t.size(d) - 1) * t.stride(d);
+  }
+  return static_cast<size_t>(last + 1) * t.dtype().itemsize();
+}
+
+// A CPU tensor with `t`'s sizes and strides over a host copy of its span.
+Tensor host_view(const Tensor& t, bool download) {
+  const size_t bytes = span_bytes(t);
+  Tensor buffer = at::empty({static_cast<int64_t>(bytes)},
+                            at::TensorOptions().dtype(at::kByte));
+  if (download) {
+    c10::DeviceGuard guard(t.device());
+    TORCH_BACKEND_CHECK(active_runtime().memcpy(
+        buffer.data_ptr(), t.data_ptr(), bytes, CopyKind::DeviceToHost));
+  }
+  Tensor typed = buffer.view(t.scalar_type());
+  Tensor view = typed.as_strided(t.sizes(), t.strides(), 0);
+  if (t.is_conj()) {
+    view = view.conj();
+  }
+  if (t.is_neg()) {
+    view = view._neg_view();
+  }
+  return view;
+}
+
+bool is_plain_dense(const Tensor& t) {
+  return t.is_contiguous() && !t.is_conj() && !t.is_neg();
+}
+
+CopyKind copy_kind(const Tensor& src, const Tensor& dst) {
+  if (src.is_cpu()) {
+    return CopyKind::HostToDevice;
+  }
+  return dst.is_cpu() ? CopyKind::DeviceToHost : CopyKind::DeviceToDevice;
+}
+
+Tensor copy_from(const Tensor& src, const Tensor& dst, bool non_blocking) {
+  (void)non_blocking;  // Copies are synchronous until streams exist.
+  for (const Tensor* t : {&src, &dst}) {
+    TORCH_CHECK(t->is_cpu() || t->device().type() == DeviceType::PrivateUse1,
+                "copy between ", src.device(), " and ", dst.device(),
+                " is not supported");
+  }
+  TORCH_CHECK(!dst.is_conj() && !dst.is_neg(),
+              "copy_: destination with conjugate/negative bit is not "
+              "supported on this device");
+  if (dst.numel() == 0) {
+    return dst;
+  }
+  const Device device = dst.is_cpu() ? src.device() : dst.device();
+  c10::DeviceGuard guard(device);
+  if (src.dtype() == dst.dtype() && src.sizes() == dst.sizes() &&
+      is_plain_dense(src) && is_plain_dense(dst)) {
+    TORCH_BACKEND_CHECK(active_runtime().memcpy(
+        dst.data_ptr(), src.data_ptr(), dst.nbytes(), copy_kind(src, dst)));
+    return dst;
+  }
+  // General case: let the CPU convert dtypes, broadcast and restride.
+  const Tensor src_host = src.is_cpu() ? src : host_view(src, true);
+  if (dst.is_cpu()) {
+    dst.copy_(src_host);
+    return dst;
+  }
+  // A dense destination is overwritten whole, so it need not be downloaded.
+  Tensor dst_host = host_view(dst, !dst.is_non_overlapping_and_dense());
+  dst_host.copy_(src_host);
+  TORCH_BACKEND_CHECK(active_runtime().memcpy(dst.data_ptr(),
+                                              dst_host.data_ptr(),
+                                              span_bytes(dst),
+                                              CopyKind::HostToDevice));
+  return dst;
+}
+
+Tensor copy_from_and_resize(const Tensor& src, const Tensor& dst) {
+  dst.resize_(src.sizes());
+  return copy_from(src, dst, false);
+}
+
+c10::Scalar local_scalar_dense(const Tensor& self) {
+  return at::_local_scalar_dense(self.cpu());
+}
+
+}  // namespace
+
+void register_minimal_kernels() {
+  // Leaked on purpose: deregistering kernels during interpreter shutdown
+  // races with PyTorch's own static destructors.
+  auto* lib = new torch::Library(torch::Library::IMPL, "aten",
+                                 c10::DispatchKey::PrivateUse1, __FILE__,
+                                 __LINE__);
+  lib->impl("empty.memory_format", TORCH_FN(empty_memory_format));
+  lib->impl("empty_strided", TORCH_FN(empty_strided));
+  lib->impl("as_strided", TORCH_FN(at::native::as_strided_tensorimpl));
+  lib->impl("view", TORCH_FN(at::native::view));
+  lib->impl("_reshape_alias", TORCH_FN(at::native::_reshape_alias));
+  lib->impl("resize_", TORCH_FN(resize_));
+  lib->impl("set_.source_Storage", TORCH_FN(set_source_storage));
+  lib->impl("set_.source_Storage_storage_offset", TORCH_FN(set_storage));
+  lib->impl("set_.source_Tensor", TORCH_FN(set_source_tensor));
+  lib->impl("_copy_from", TORCH_FN(copy_from));
+  lib->impl("_copy_from_and_resize", TORCH_FN(copy_from_and_resize));
+  lib->impl("_local_scalar_dense", TORCH_FN(local_scalar_dense));
+}
+
+}  // namespace torch_backend

@@ -1,0 +1,97 @@
+#include <torch_backend/Runtime.h>
+
+#include <dlfcn.h>
+
+#include <atomic>
+#include <mutex>
+
+#include <c10/core/DeviceType.h>
+#include <c10/util/Exception.h>
+
+namespace torch_backend {
+
+DeviceRuntime::~DeviceRuntime() = default;
+
+Capabilities DeviceRuntime::capabilities() { return {}; }
+
+namespace {
+
+std::atomic<DeviceRuntime*> g_active{nullptr};
+std::atomic<int> g_device_count{-1};
+
+using EntryPoint = DeviceRuntime* (*)(int*);
+
+}  // namespace
+
+DeviceRuntime* load_device_library(const std::string& path) {
+  // RTLD_LOCAL: the device library's own symbols (e.g. a vendor SDK) stay
+  // private to it; core only ever reaches it through the entry point.
+  void* handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+  TORCH_CHECK(handle != nullptr, "cannot load device library '", path,
+              "': ", dlerror());
+  auto entry = reinterpret_cast<EntryPoint>(
+      dlsym(handle, TORCH_BACKEND_DEVICE_RUNTIME_SYMBOL));
+  TORCH_CHECK(entry != nullptr, "device library '", path,
+              "' does not export '", TORCH_BACKEND_DEVICE_RUNTIME_SYMBOL,
+              "' (use TORCH_BACKEND_DEFINE_DEVICE_RUNTIME)");
+  int abi_version = -1;
+  DeviceRuntime* runtime = entry(&abi_version);
+  TORCH_CHECK(abi_version == kDeviceRuntimeAbiVersion, "device library '",
+              path, "' was built for device-runtime ABI ", abi_version,
+              " but this torch-backend-core expects ",
+              kDeviceRuntimeAbiVersion, "; rebuild the backend package");
+  TORCH_CHECK(runtime != nullptr, "device library '", path,
+              "' returned no runtime");
+  return runtime;
+}
+
+void set_active_runtime(DeviceRuntime* runtime) {
+  TORCH_CHECK(runtime != nullptr, "set_active_runtime: runtime is null");
+  DeviceRuntime* expected = nullptr;
+  TORCH_CHECK(g_active.compare_exchange_strong(expected, runtime),
+              "a torch-backend device runtime is already active in this "
+              "process; PyTorch supports one PrivateUse1 backend per process");
+}
+
+bool has_active_runtime() { return g_active.load() != nullptr; }
+
+DeviceRuntime& active_runtime() {
+  DeviceRuntime* runtime = g_active.load();
+  TORCH_CHECK(runtime != nullptr, "no torch-backend device runtime is active");
+  return *runtime;
+}
+
+void check_status(Status status, const char* call) {
+  if (status == kSuccess) {
+    return;
+  }
+  DeviceRuntime& runtime = active_runtime();
+  const std::string text = runtime.error_text(status);
+  const std::string device = c10::get_privateuse1_backend();
+  if (runtime.is_out_of_memory(status)) {
+    TORCH_CHECK_WITH(OutOfMemoryError, false, device, " out of memory: ", text,
+                     " (status ", status, " from ", call, ")");
+  }
+  TORCH_CHECK(false, device, " runtime error: ", text, " (status ", status,
+              " from ", call, ")");
+}
+
+int device_count() {
+  int cached = g_device_count.load();
+  if (cached >= 0 || !has_active_runtime()) {
+    return cached < 0 ? 0 : cached;
+  }
+  int count = 0;
+  TORCH_BACKEND_CHECK(active_runtime().device_count(&count));
+  g_device_count.store(count);
+  return count;
+}
+
+void check_device_index(int device) {
+  const int count = device_count();
+  TORCH_CHECK_INDEX(device >= 0 && device < count, "invalid device index ",
+                    device, " for '", c10::get_privateuse1_backend(),
+                    "': ", count, " device(s) available");
+}
+
+}  // namespace torch_backend

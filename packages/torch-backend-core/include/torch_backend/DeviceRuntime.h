@@ -1,0 +1,89 @@
+// The device-symbol interface: everything a backend implements, and all it
+// implements. Core builds the allocator, guard, hooks, kernels and the
+// `torch.<device>` module on top of it.
+//
+// This header is deliberately free of torch headers so that a backend's
+// device file compiles in well under a second and never depends on ATen.
+//
+// Conventions (modelled on the CUDA / ACL runtime APIs the methods wrap):
+//  - Every method returns the native runtime's status code; 0 means success.
+//    Core turns a non-zero code into a Python error using error_text().
+//  - "Current device" is per host thread, as in cudaSetDevice / aclrtSetDevice.
+//  - Methods may be called from any thread, concurrently.
+#pragma once
+
+#include <cstddef>
+#include <string>
+
+#include <torch_backend/Export.h>
+
+namespace torch_backend {
+
+// Bumped whenever the layout of DeviceRuntime changes; core refuses a device
+// library built against a different version instead of crashing in it.
+constexpr int kDeviceRuntimeAbiVersion = 1;
+
+using Status = int;
+constexpr Status kSuccess = 0;
+
+enum class CopyKind { HostToDevice, DeviceToHost, DeviceToDevice };
+
+struct DeviceProperties {
+  std::string name;
+  std::size_t total_memory = 0;
+  std::string capability;  // free-form, e.g. "9.0" or "ascend910b"
+};
+
+struct Capabilities {
+  // Device pointers may be dereferenced by host code (simulators, unified
+  // memory). Core then views device memory directly instead of copying.
+  bool host_addressable_memory = false;
+};
+
+class TORCH_BACKEND_API DeviceRuntime {
+ public:
+  virtual ~DeviceRuntime();
+
+  // --- devices -------------------------------------------------------------
+  // A runtime without devices (no driver, no hardware) reports count 0 and
+  // returns kSuccess: "no devices" is not an error.
+  virtual Status device_count(int* count) = 0;
+  virtual Status get_device(int* device) = 0;
+  virtual Status set_device(int device) = 0;
+  virtual Status synchronize_device() = 0;
+  virtual Status device_properties(int device, DeviceProperties* props) = 0;
+  // Free and total bytes of the current device.
+  virtual Status mem_get_info(std::size_t* free_bytes,
+                              std::size_t* total_bytes) = 0;
+
+  // --- memory --------------------------------------------------------------
+  // Allocates on the current device. bytes is never 0.
+  virtual Status malloc(void** ptr, std::size_t bytes) = 0;
+  virtual Status free(void* ptr) = 0;
+  virtual Status memcpy(void* dst, const void* src, std::size_t bytes,
+                        CopyKind kind) = 0;
+  virtual Status memset(void* dst, int value, std::size_t bytes) = 0;
+
+  // --- errors and capabilities ----------------------------------------------
+  virtual std::string error_text(Status status) = 0;
+  virtual bool is_out_of_memory(Status status) = 0;
+  virtual Capabilities capabilities();
+};
+
+}  // namespace torch_backend
+
+// The only symbol a device library exports. Core finds it with dlsym after
+// loading the library on request: nothing is registered at load time, so a
+// failed or repeated activation is a Python error, never an abort.
+#define TORCH_BACKEND_DEVICE_RUNTIME_SYMBOL "torch_backend_device_runtime"
+
+// Place once in the backend's device file:
+//   TORCH_BACKEND_DEFINE_DEVICE_RUNTIME(MyRuntime)
+// MyRuntime must be default-constructible; it is created on first use.
+#define TORCH_BACKEND_DEFINE_DEVICE_RUNTIME(RuntimeClass)                 \
+  extern "C" TORCH_BACKEND_EXPORT ::torch_backend::DeviceRuntime*         \
+  torch_backend_device_runtime(int* abi_version) {                        \
+    *abi_version = ::torch_backend::kDeviceRuntimeAbiVersion;             \
+    static RuntimeClass instance;                                         \
+    return &instance;                                                     \
+  }

@@ -1,0 +1,33 @@
+// The active device runtime of this process and the calls core makes into it.
+#pragma once
+
+#include <string>
+
+#include <torch_backend/DeviceRuntime.h>
+
+namespace torch_backend {
+
+// Loads a device library (dlopen) and returns its runtime without making it
+// active. Throws c10::Error naming the library and the reason on failure.
+TORCH_BACKEND_API DeviceRuntime* load_device_library(const std::string& path);
+
+// Makes `runtime` the process's device runtime. Allowed once per process,
+// like PyTorch's PrivateUse1 registration; a second call throws.
+TORCH_BACKEND_API void set_active_runtime(DeviceRuntime* runtime);
+TORCH_BACKEND_API bool has_active_runtime();
+// Throws c10::Error if no runtime is active.
+TORCH_BACKEND_API DeviceRuntime& active_runtime();
+
+// Throws a c10::Error (c10::OutOfMemoryError for OOM codes) carrying the
+// runtime's error text if `status` is not kSuccess.
+TORCH_BACKEND_API void check_status(Status status, const char* call);
+
+// Device count, cached after the first successful query (devices do not come
+// and go within a process). Returns 0 if no runtime is active.
+TORCH_BACKEND_API int device_count();
+// Throws an IndexError-style c10::Error if `device` is not a valid index.
+TORCH_BACKEND_API void check_device_index(int device);
+
+}  // namespace torch_backend
+
+#define TORCH_BACKEND_CHECK(call) ::torch_backend::check_status((call), #call)

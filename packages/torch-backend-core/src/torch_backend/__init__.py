@@ -1,0 +1,28 @@
+"""torch-backend core: turns a device library of device symbols into a PyTorch device.
+
+Importing this package is cheap and does not import torch: PyTorch's autoload
+imports it at the end of ``import torch``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from torch_backend._backend import Backend, BackendInfo
+from torch_backend._discovery import ENTRY_POINT_GROUP, discover
+from torch_backend._activation import activate, active_backend
+
+__version__ = "0.1.0"
+
+#: Prefix for CMake's find_package(TorchBackendCore), like torch.utils.cmake_prefix_path.
+cmake_prefix_path = str(Path(__file__).resolve().parent)
+
+__all__ = [
+    "ENTRY_POINT_GROUP",
+    "Backend",
+    "BackendInfo",
+    "activate",
+    "active_backend",
+    "cmake_prefix_path",
+    "discover",
+]

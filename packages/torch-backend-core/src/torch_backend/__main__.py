@@ -1,0 +1,44 @@
+"""``python -m torch_backend`` / ``torch-backend``: installed backends, availability, active device."""
+
+from __future__ import annotations
+
+import os
+import sys
+
+
+def report() -> str:
+    import torch
+
+    from torch_backend import __version__, active_backend, discover
+    from torch_backend._discovery import SELECT_ENV
+
+    lines = [f"torch-backend {__version__} (torch {torch.__version__})"]
+    setting = os.environ.get(SELECT_ENV) or "unset: automatic"
+    lines.append(f"{SELECT_ENV}: {setting}")
+    infos = discover()
+    lines.append("installed backends (highest priority first):")
+    if not infos:
+        lines.append("  none")
+    for info in infos:
+        state = "available" if info.available else "unavailable"
+        lines.append(f"  {info.name:<6} {info.distribution:<22} priority {info.priority:<3} {state}: {info.reason}")
+    active = active_backend()
+    if active is None:
+        lines.append("active: none")
+        return "\n".join(lines)
+    module = getattr(torch, active.name)
+    count = module.device_count()
+    lines.append(f"active: {active.name} ({count} device{'s' if count != 1 else ''})")
+    for index in range(count):
+        props = module.get_device_properties(index)
+        lines.append(f"  {active.name}:{index}  {props.name}  {props.total_memory >> 20} MiB  capability {props.capability}")
+    return "\n".join(lines)
+
+
+def main() -> int:
+    print(report())
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

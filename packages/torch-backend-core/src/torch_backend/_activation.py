@@ -1,0 +1,71 @@
+"""Activating one backend: PyTorch allows one PrivateUse1 backend per process."""
+
+from __future__ import annotations
+
+import threading
+
+from torch_backend._backend import Backend
+from torch_backend._discovery import choose, discover
+
+_lock = threading.Lock()
+_active: Backend | None = None
+
+
+def active_backend() -> Backend | None:
+    """The backend activated in this process, if any."""
+    return _active
+
+
+def activate(name: str | None = None) -> Backend:
+    """Activate backend ``name`` (default: the best available one) as PyTorch's PrivateUse1 device.
+
+    Raises:
+        RuntimeError: a backend is already active, PrivateUse1 is taken by
+            another extension, or the backend is missing, unavailable or has
+            no devices.
+    """
+    _check_none_active()
+    info, why = choose(discover(), name)
+    if info is None or info.backend is None:
+        raise RuntimeError(why or "torch-backend: no available backend is installed")
+    return activate_backend(info.backend)
+
+
+def activate_backend(backend: Backend) -> Backend:
+    """Activate an already discovered backend (see :func:`activate`)."""
+    global _active
+    with _lock:
+        _check_none_active()
+        _register(backend)
+        _active = backend
+        return backend
+
+
+def _check_none_active() -> None:
+    if _active is not None:
+        raise RuntimeError(
+            f"torch-backend: backend '{_active.name}' is already active; "
+            "PyTorch supports one PrivateUse1 backend per process"
+        )
+
+
+def _register(backend: Backend) -> None:
+    import torch
+
+    from torch_backend import _C
+    from torch_backend._device_module import make_device_module
+
+    taken = torch._C._get_privateuse1_backend_name()
+    if taken != "privateuseone":
+        raise RuntimeError(
+            f"torch-backend: cannot activate '{backend.name}': PrivateUse1 is already registered as '{taken}'"
+        )
+    # Load and query before touching PyTorch, so a backend without devices
+    # leaves the process as it was.
+    _C._load_device_library(str(backend.library))
+    if _C._loaded_device_count() == 0:
+        raise RuntimeError(f"torch-backend: backend '{backend.name}' reports no devices")
+    torch.utils.rename_privateuse1_backend(backend.name)
+    _C._activate()
+    torch._register_device_module(backend.name, make_device_module(backend.name))
+    torch.utils.generate_methods_for_privateuse1_backend(for_tensor=True, for_module=True, for_storage=True)

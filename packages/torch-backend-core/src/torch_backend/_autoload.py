@@ -1,0 +1,38 @@
+"""The ``torch.backends`` entry point PyTorch calls at the end of ``import torch``.
+
+Nothing here may raise: PyTorch turns any exception into a failed
+``import torch``. Problems become warnings that name the backend and reason.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+
+def autoload() -> None:
+    try:
+        _autoload()
+    except Exception as exc:  # never break `import torch`
+        warnings.warn(f"torch-backend: autoload failed: {type(exc).__name__}: {exc}", RuntimeWarning, stacklevel=2)
+
+
+def _autoload() -> None:
+    from torch_backend._activation import activate_backend
+    from torch_backend._discovery import choose, discover, requested
+
+    request = requested()
+    if request == "none":
+        return
+    infos = discover()
+    for info in infos:
+        if info.backend is None:
+            warnings.warn(f"torch-backend: backend '{info.name}' ({info.distribution}) {info.reason}", RuntimeWarning, stacklevel=3)
+    chosen, why = choose(infos, request)
+    if chosen is None or chosen.backend is None:
+        if why:
+            warnings.warn(f"torch-backend: {why}", RuntimeWarning, stacklevel=3)
+        return
+    try:
+        activate_backend(chosen.backend)
+    except Exception as exc:
+        warnings.warn(f"torch-backend: backend '{chosen.name}' could not be activated: {exc}", RuntimeWarning, stacklevel=3)

@@ -1,0 +1,57 @@
+"""What a backend package declares about itself, and what discovery learns about it."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+#: A probe answers "can this backend run here?" and, if not, why.
+Probe = Callable[[], "tuple[bool, str]"]
+
+
+@dataclass(frozen=True)
+class Backend:
+    """A backend, as its package exposes it through the ``torch_backend.backends`` entry point.
+
+    Args:
+        name: the PyTorch device name (``torch.device(name)``, ``torch.<name>``).
+        library: path of the backend's device library (its device symbols).
+        priority: auto-selection order when several are available: higher wins.
+        probe: cheap availability check that must not load the device library;
+            by default the library file must exist.
+        description: one line for ``python -m torch_backend``.
+    """
+
+    name: str
+    library: Path
+    priority: int = 0
+    probe: Probe | None = None
+    description: str = ""
+
+    def availability(self) -> tuple[bool, str]:
+        if not Path(self.library).is_file():
+            return False, f"device library {self.library} is missing (package not built?)"
+        if self.probe is None:
+            return True, "ready"
+        return self.probe()
+
+
+@dataclass
+class BackendInfo:
+    """One installed entry point: its backend, or why it could not be loaded."""
+
+    entry_point: str
+    distribution: str
+    backend: Backend | None = None
+    available: bool = False
+    reason: str = ""
+    extra: dict[str, object] = field(default_factory=dict)
+
+    @property
+    def name(self) -> str:
+        return self.backend.name if self.backend is not None else self.entry_point
+
+    @property
+    def priority(self) -> int:
+        return self.backend.priority if self.backend is not None else -1

@@ -1,0 +1,17 @@
+"""The ``fake`` device: a fully working simulated accelerator in host memory.
+
+Selected by torch-backend-core at ``import torch``; nothing to import by hand.
+Environment: TORCH_BACKEND_FAKE_DEVICE_COUNT (default 2),
+TORCH_BACKEND_FAKE_MEMORY_MB (per-device capacity, default 65536).
+"""
+
+from pathlib import Path
+
+from torch_backend import Backend
+
+backend = Backend(
+    name="fake",
+    library=Path(__file__).resolve().parent / "lib" / "libtorch_backend_fake.so",
+    priority=10,
+    description="simulated device in host memory",
+)
