@@ -30,11 +30,14 @@ class Backend:
     description: str = ""
 
     def availability(self) -> tuple[bool, str]:
+        """(available, reason), without loading the device library."""
+        if self.probe is not None:
+            available, reason = self.probe()
+            if not available:
+                return False, reason
         if not Path(self.library).is_file():
             return False, f"device library {self.library} is missing (package not built?)"
-        if self.probe is None:
-            return True, "ready"
-        return self.probe()
+        return True, self.description or "ready"
 
 
 @dataclass
