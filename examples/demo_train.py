@@ -7,8 +7,9 @@ backend at `import torch` (the fake device on a machine without accelerators).
 from __future__ import annotations
 
 import torch
-import torch_backend
 from torch import nn
+
+import torch_backend
 
 
 def main(steps: int = 20) -> None:

@@ -5,7 +5,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "shared" / "build"))
 
-from cmake_build_hook import CMakeBuildHook  # noqa: E402
+from cmake_build_hook import CMakeBuildHook
 
 
 def get_build_hook() -> type[CMakeBuildHook]:

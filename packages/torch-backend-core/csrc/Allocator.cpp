@@ -35,11 +35,10 @@ class DeviceMemoryAllocator final : public c10::Allocator {
       size_t free_bytes = 0;
       size_t total_bytes = 0;
       runtime.mem_get_info(&free_bytes, &total_bytes);
-      TORCH_CHECK_WITH(OutOfMemoryError, false, where,
-                       " out of memory: tried to allocate ", bytes,
-                       " bytes; device has ", free_bytes, " free of ",
-                       total_bytes, " bytes (", runtime.error_text(status),
-                       ")");
+      TORCH_CHECK_WITH(
+          OutOfMemoryError, false, where, " out of memory: tried to allocate ",
+          bytes, " bytes; device has ", free_bytes, " free of ", total_bytes,
+          " bytes (", runtime.error_text(status), ")");
     }
     TORCH_BACKEND_CHECK(status);
     return {ptr, ptr, &free_device_memory, where};
@@ -48,8 +47,8 @@ class DeviceMemoryAllocator final : public c10::Allocator {
   c10::DeleterFnPtr raw_deleter() const override { return &free_device_memory; }
 
   void copy_data(void* dest, const void* src, size_t count) const override {
-    TORCH_BACKEND_CHECK(active_runtime().memcpy(dest, src, count,
-                                                CopyKind::DeviceToDevice));
+    TORCH_BACKEND_CHECK(
+        active_runtime().memcpy(dest, src, count, CopyKind::DeviceToDevice));
   }
 };
 

@@ -16,9 +16,9 @@ void cpu_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
 
 void register_cpu_fallback() {
   // Leaked on purpose, like the kernel library.
-  auto* lib = new torch::Library(torch::Library::IMPL, "_",
-                                 c10::DispatchKey::PrivateUse1, __FILE__,
-                                 __LINE__);
+  auto* lib =
+      new torch::Library(torch::Library::IMPL, "_",
+                         c10::DispatchKey::PrivateUse1, __FILE__, __LINE__);
   lib->fallback(torch::CppFunction::makeFromBoxedFunction<&cpu_fallback>());
 }
 

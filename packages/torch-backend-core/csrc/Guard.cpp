@@ -68,8 +68,8 @@ class DeviceGuardImpl final : public c10::impl::DeviceGuardImplInterface {
 }  // namespace
 
 void register_device_guard() {
-  static c10::impl::DeviceGuardImplRegistrar registrar(
-      DeviceType::PrivateUse1, new DeviceGuardImpl());
+  static c10::impl::DeviceGuardImplRegistrar registrar(DeviceType::PrivateUse1,
+                                                       new DeviceGuardImpl());
 }
 
 }  // namespace torch_backend

@@ -36,7 +36,8 @@ std::optional<Device> indexed(std::optional<Device> device) {
   return std::nullopt;
 }
 
-Tensor empty_memory_format(IntArrayRef size, std::optional<at::ScalarType> dtype,
+Tensor empty_memory_format(IntArrayRef size,
+                           std::optional<at::ScalarType> dtype,
                            std::optional<at::Layout> layout,
                            std::optional<Device> device,
                            std::optional<bool> pin_memory,
@@ -149,8 +150,8 @@ Tensor host_view(const Tensor& t, bool download) {
                             at::TensorOptions().dtype(at::kByte));
   if (download) {
     c10::DeviceGuard guard(t.device());
-    TORCH_BACKEND_CHECK(active_runtime().memcpy(
-        buffer.data_ptr(), t.data_ptr(), bytes, CopyKind::DeviceToHost));
+    TORCH_BACKEND_CHECK(active_runtime().memcpy(buffer.data_ptr(), t.data_ptr(),
+                                                bytes, CopyKind::DeviceToHost));
   }
   Tensor typed = buffer.view(t.scalar_type());
   Tensor view = typed.as_strided(t.sizes(), t.strides(), 0);
@@ -204,10 +205,9 @@ Tensor copy_from(const Tensor& src, const Tensor& dst, bool non_blocking) {
   // A dense destination is overwritten whole, so it need not be downloaded.
   Tensor dst_host = host_view(dst, !dst.is_non_overlapping_and_dense());
   dst_host.copy_(src_host);
-  TORCH_BACKEND_CHECK(active_runtime().memcpy(dst.data_ptr(),
-                                              dst_host.data_ptr(),
-                                              span_bytes(dst),
-                                              CopyKind::HostToDevice));
+  TORCH_BACKEND_CHECK(
+      active_runtime().memcpy(dst.data_ptr(), dst_host.data_ptr(),
+                              span_bytes(dst), CopyKind::HostToDevice));
   return dst;
 }
 
@@ -225,9 +225,9 @@ c10::Scalar local_scalar_dense(const Tensor& self) {
 void register_minimal_kernels() {
   // Leaked on purpose: deregistering kernels during interpreter shutdown
   // races with PyTorch's own static destructors.
-  auto* lib = new torch::Library(torch::Library::IMPL, "aten",
-                                 c10::DispatchKey::PrivateUse1, __FILE__,
-                                 __LINE__);
+  auto* lib =
+      new torch::Library(torch::Library::IMPL, "aten",
+                         c10::DispatchKey::PrivateUse1, __FILE__, __LINE__);
   lib->impl("empty.memory_format", TORCH_FN(empty_memory_format));
   lib->impl("empty_strided", TORCH_FN(empty_strided));
   lib->impl("as_strided", TORCH_FN(at::native::as_strided_tensorimpl));

@@ -31,15 +31,15 @@ DeviceRuntime* load_device_library(const std::string& path) {
               "': ", dlerror());
   auto entry = reinterpret_cast<EntryPoint>(
       dlsym(handle, TORCH_BACKEND_DEVICE_RUNTIME_SYMBOL));
-  TORCH_CHECK(entry != nullptr, "device library '", path,
-              "' does not export '", TORCH_BACKEND_DEVICE_RUNTIME_SYMBOL,
+  TORCH_CHECK(entry != nullptr, "device library '", path, "' does not export '",
+              TORCH_BACKEND_DEVICE_RUNTIME_SYMBOL,
               "' (use TORCH_BACKEND_DEFINE_DEVICE_RUNTIME)");
   int abi_version = -1;
   DeviceRuntime* runtime = entry(&abi_version);
-  TORCH_CHECK(abi_version == kDeviceRuntimeAbiVersion, "device library '",
-              path, "' was built for device-runtime ABI ", abi_version,
-              " but this torch-backend-core expects ",
-              kDeviceRuntimeAbiVersion, "; rebuild the backend package");
+  TORCH_CHECK(abi_version == kDeviceRuntimeAbiVersion, "device library '", path,
+              "' was built for device-runtime ABI ", abi_version,
+              " but this torch-backend-core expects ", kDeviceRuntimeAbiVersion,
+              "; rebuild the backend package");
   TORCH_CHECK(runtime != nullptr, "device library '", path,
               "' returned no runtime");
   return runtime;
@@ -89,9 +89,9 @@ int device_count() {
 
 void check_device_index(int device) {
   const int count = device_count();
-  TORCH_CHECK_INDEX(device >= 0 && device < count, "invalid device index ",
-                    device, " for '", c10::get_privateuse1_backend(),
-                    "': ", count, " device(s) available");
+  TORCH_CHECK(device >= 0 && device < count, "invalid device index ", device,
+              " for '", c10::get_privateuse1_backend(), "': ", count,
+              " device(s) available");
 }
 
 }  // namespace torch_backend

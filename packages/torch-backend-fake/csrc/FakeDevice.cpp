@@ -90,7 +90,8 @@ class FakeRuntime final : public torch_backend::DeviceRuntime {
     if (bytes == 0) {
       return kInvalidValue;
     }
-    const std::size_t rounded = (bytes + kAlignment - 1) / kAlignment * kAlignment;
+    const std::size_t rounded =
+        (bytes + kAlignment - 1) / kAlignment * kAlignment;
     std::lock_guard<std::mutex> lock(mutex_);
     if (rounded > capacity_ - used_[current_device_]) {
       return kOutOfMemory;
@@ -130,16 +131,24 @@ class FakeRuntime final : public torch_backend::DeviceRuntime {
 
   std::string error_text(Status status) override {
     switch (status) {
-      case kSuccess: return "no error";
-      case kOutOfMemory: return "out of fake device memory";
-      case kInvalidDevice: return "invalid device ordinal";
-      case kInvalidPointer: return "pointer was not allocated by the fake runtime";
-      case kInvalidValue: return "invalid argument";
-      default: return "unknown fake runtime status " + std::to_string(status);
+      case kSuccess:
+        return "no error";
+      case kOutOfMemory:
+        return "out of fake device memory";
+      case kInvalidDevice:
+        return "invalid device ordinal";
+      case kInvalidPointer:
+        return "pointer was not allocated by the fake runtime";
+      case kInvalidValue:
+        return "invalid argument";
+      default:
+        return "unknown fake runtime status " + std::to_string(status);
     }
   }
 
-  bool is_out_of_memory(Status status) override { return status == kOutOfMemory; }
+  bool is_out_of_memory(Status status) override {
+    return status == kOutOfMemory;
+  }
 
   torch_backend::Capabilities capabilities() override {
     return {/*host_addressable_memory=*/true};

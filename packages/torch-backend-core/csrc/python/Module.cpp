@@ -26,8 +26,8 @@ int loaded_device_count() {
   TORCH_CHECK(g_loaded != nullptr, "no device library has been loaded");
   int count = 0;
   const Status status = g_loaded->device_count(&count);
-  TORCH_CHECK(status == kSuccess, "device_count failed: ",
-              g_loaded->error_text(status));
+  TORCH_CHECK(status == kSuccess,
+              "device_count failed: ", g_loaded->error_text(status));
   return count;
 }
 
@@ -48,8 +48,8 @@ void set_device(int device) {
 }
 
 void synchronize(int device) {
-  c10::DeviceGuard guard({c10::DeviceType::PrivateUse1,
-                          static_cast<c10::DeviceIndex>(device)});
+  c10::DeviceGuard guard(
+      {c10::DeviceType::PrivateUse1, static_cast<c10::DeviceIndex>(device)});
   TORCH_BACKEND_CHECK(active_runtime().synchronize_device());
 }
 
@@ -65,8 +65,8 @@ py::dict device_properties(int device) {
 }
 
 std::pair<size_t, size_t> mem_get_info(int device) {
-  c10::DeviceGuard guard({c10::DeviceType::PrivateUse1,
-                          static_cast<c10::DeviceIndex>(device)});
+  c10::DeviceGuard guard(
+      {c10::DeviceType::PrivateUse1, static_cast<c10::DeviceIndex>(device)});
   size_t free_bytes = 0;
   size_t total_bytes = 0;
   TORCH_BACKEND_CHECK(active_runtime().mem_get_info(&free_bytes, &total_bytes));

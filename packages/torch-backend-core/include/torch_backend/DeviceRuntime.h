@@ -80,10 +80,10 @@ class TORCH_BACKEND_API DeviceRuntime {
 // Place once in the backend's device file:
 //   TORCH_BACKEND_DEFINE_DEVICE_RUNTIME(MyRuntime)
 // MyRuntime must be default-constructible; it is created on first use.
-#define TORCH_BACKEND_DEFINE_DEVICE_RUNTIME(RuntimeClass)                 \
-  extern "C" TORCH_BACKEND_EXPORT ::torch_backend::DeviceRuntime*         \
-  torch_backend_device_runtime(int* abi_version) {                        \
-    *abi_version = ::torch_backend::kDeviceRuntimeAbiVersion;             \
-    static RuntimeClass instance;                                         \
-    return &instance;                                                     \
+#define TORCH_BACKEND_DEFINE_DEVICE_RUNTIME(RuntimeClass)         \
+  extern "C" TORCH_BACKEND_EXPORT ::torch_backend::DeviceRuntime* \
+  torch_backend_device_runtime(int* abi_version) {                \
+    *abi_version = ::torch_backend::kDeviceRuntimeAbiVersion;     \
+    static RuntimeClass instance;                                 \
+    return &instance;                                             \
   }

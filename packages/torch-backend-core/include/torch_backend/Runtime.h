@@ -25,7 +25,8 @@ TORCH_BACKEND_API void check_status(Status status, const char* call);
 // Device count, cached after the first successful query (devices do not come
 // and go within a process). Returns 0 if no runtime is active.
 TORCH_BACKEND_API int device_count();
-// Throws an IndexError-style c10::Error if `device` is not a valid index.
+// Throws c10::Error (RuntimeError, as for CUDA) if `device` is not a valid
+// index.
 TORCH_BACKEND_API void check_device_index(int device);
 
 }  // namespace torch_backend

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from torch_backend._activation import activate, active_backend
 from torch_backend._backend import Backend, BackendInfo
 from torch_backend._discovery import ENTRY_POINT_GROUP, discover
-from torch_backend._activation import activate, active_backend
 
 __version__ = "0.1.0"
 

@@ -31,7 +31,9 @@ def report() -> str:
     lines.append(f"active: {active.name} ({count} device{'s' if count != 1 else ''})")
     for index in range(count):
         props = module.get_device_properties(index)
-        lines.append(f"  {active.name}:{index}  {props.name}  {props.total_memory >> 20} MiB  capability {props.capability}")
+        lines.append(
+            f"  {active.name}:{index}  {props.name}  {props.total_memory >> 20} MiB  capability {props.capability}"
+        )
     return "\n".join(lines)
 
 

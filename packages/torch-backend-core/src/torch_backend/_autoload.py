@@ -26,7 +26,11 @@ def _autoload() -> None:
     infos = discover()
     for info in infos:
         if info.backend is None:
-            warnings.warn(f"torch-backend: backend '{info.name}' ({info.distribution}) {info.reason}", RuntimeWarning, stacklevel=3)
+            warnings.warn(
+                f"torch-backend: backend '{info.name}' ({info.distribution}) {info.reason}",
+                RuntimeWarning,
+                stacklevel=3,
+            )
     chosen, why = choose(infos, request)
     if chosen is None or chosen.backend is None:
         if why:
@@ -35,4 +39,6 @@ def _autoload() -> None:
     try:
         activate_backend(chosen.backend)
     except Exception as exc:
-        warnings.warn(f"torch-backend: backend '{chosen.name}' could not be activated: {exc}", RuntimeWarning, stacklevel=3)
+        warnings.warn(
+            f"torch-backend: backend '{chosen.name}' could not be activated: {exc}", RuntimeWarning, stacklevel=3
+        )

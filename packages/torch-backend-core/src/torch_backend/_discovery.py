@@ -24,7 +24,7 @@ def discover() -> list[BackendInfo]:
         try:
             backend = ep.load()
             if not isinstance(backend, Backend):
-                raise TypeError(f"entry point {ep.value!r} is a {type(backend).__name__}, not a torch_backend.Backend")
+                raise TypeError(f"entry point {ep.value!r} is {type(backend).__name__!r}, not a torch_backend.Backend")
             if backend.name != ep.name:
                 raise ValueError(f"entry point {ep.name!r} declares device name {backend.name!r}")
             info.backend = backend

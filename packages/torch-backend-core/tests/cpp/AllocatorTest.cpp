@@ -45,10 +45,12 @@ TEST(Allocator, OutOfMemoryReportsSizes) {
     FAIL() << "allocation beyond capacity succeeded";
   } catch (const c10::OutOfMemoryError& e) {
     const std::string message = e.what_without_backtrace();
-    EXPECT_NE(message.find("tried to allocate " + std::to_string(runtime.capacity + 1)),
+    EXPECT_NE(message.find("tried to allocate " +
+                           std::to_string(runtime.capacity + 1)),
               std::string::npos)
         << message;
-    EXPECT_NE(message.find("counting runtime is full"), std::string::npos) << message;
+    EXPECT_NE(message.find("counting runtime is full"), std::string::npos)
+        << message;
   }
 }
 

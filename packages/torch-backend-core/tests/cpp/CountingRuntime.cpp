@@ -36,7 +36,8 @@ Status CountingRuntime::device_properties(int, DeviceProperties* props) {
   return kSuccess;
 }
 
-Status CountingRuntime::mem_get_info(std::size_t* free_bytes, std::size_t* total_bytes) {
+Status CountingRuntime::mem_get_info(std::size_t* free_bytes,
+                                     std::size_t* total_bytes) {
   *total_bytes = capacity;
   *free_bytes = capacity - used(current_device);
   return kSuccess;
@@ -68,7 +69,8 @@ Status CountingRuntime::free(void* ptr) {
   return kSuccess;
 }
 
-Status CountingRuntime::memcpy(void* dst, const void* src, std::size_t bytes, CopyKind) {
+Status CountingRuntime::memcpy(void* dst, const void* src, std::size_t bytes,
+                               CopyKind) {
   std::memcpy(dst, src, bytes);
   return kSuccess;
 }

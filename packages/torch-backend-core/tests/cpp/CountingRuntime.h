@@ -22,10 +22,12 @@ class CountingRuntime final : public DeviceRuntime {
   Status set_device(int device) override;
   Status synchronize_device() override;
   Status device_properties(int device, DeviceProperties* props) override;
-  Status mem_get_info(std::size_t* free_bytes, std::size_t* total_bytes) override;
+  Status mem_get_info(std::size_t* free_bytes,
+                      std::size_t* total_bytes) override;
   Status malloc(void** ptr, std::size_t bytes) override;
   Status free(void* ptr) override;
-  Status memcpy(void* dst, const void* src, std::size_t bytes, CopyKind kind) override;
+  Status memcpy(void* dst, const void* src, std::size_t bytes,
+                CopyKind kind) override;
   Status memset(void* dst, int value, std::size_t bytes) override;
   std::string error_text(Status status) override;
   bool is_out_of_memory(Status status) override;

@@ -23,8 +23,9 @@ std::string load_error(const std::string& path) {
 
 TEST(Loader, MissingFileNamesThePath) {
   const std::string message = load_error("/nonexistent/libdevice.so");
-  EXPECT_NE(message.find("cannot load device library '/nonexistent/libdevice.so'"),
-            std::string::npos)
+  EXPECT_NE(
+      message.find("cannot load device library '/nonexistent/libdevice.so'"),
+      std::string::npos)
       << message;
 }
 
@@ -60,8 +61,8 @@ TEST(Activation, DeviceIndexIsChecked) {
   testing::counting_runtime();
   EXPECT_EQ(device_count(), testing::CountingRuntime::kDevices);
   EXPECT_NO_THROW(check_device_index(1));
-  EXPECT_THROW(check_device_index(2), c10::IndexError);
-  EXPECT_THROW(check_device_index(-1), c10::IndexError);
+  EXPECT_THROW(check_device_index(2), c10::Error);
+  EXPECT_THROW(check_device_index(-1), c10::Error);
 }
 
 TEST(Activation, RuntimeErrorsCarryTheRuntimeText) {
@@ -71,7 +72,8 @@ TEST(Activation, RuntimeErrorsCarryTheRuntimeText) {
     FAIL() << "no throw";
   } catch (const c10::Error& e) {
     const std::string message = e.what_without_backtrace();
-    EXPECT_NE(message.find("counting runtime error"), std::string::npos) << message;
+    EXPECT_NE(message.find("counting runtime error"), std::string::npos)
+        << message;
   }
   EXPECT_THROW(TORCH_BACKEND_CHECK(testing::CountingRuntime::kOom),
                c10::OutOfMemoryError);

@@ -1,0 +1,49 @@
+"""Activation happens once per process and fails with Python errors, never aborts."""
+
+import pytest
+import torch
+from conftest import run_python
+
+import torch_backend
+
+
+def test_second_activation_raises_runtime_error():
+    assert torch_backend.active_backend().name == "fake"
+    with pytest.raises(RuntimeError, match="backend 'fake' is already active"):
+        torch_backend.activate("fake")
+    assert torch.ones(1, device="fake").item() == 1.0
+
+
+def test_explicit_activation_without_autoload():
+    code = (
+        "import torch, torch_backend\n"
+        "assert torch_backend.active_backend() is None\n"
+        "torch_backend.activate()\n"
+        "print(torch.arange(3, device='fake').sum().item())\n"
+    )
+    out = run_python(code, env={"TORCH_DEVICE_BACKEND_AUTOLOAD": "0"})
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "3"
+
+
+def test_privateuse1_taken_by_another_extension_is_an_error():
+    code = (
+        "import torch, torch_backend\n"
+        "torch.utils.rename_privateuse1_backend('other')\n"
+        "try:\n"
+        "    torch_backend.activate('fake')\n"
+        "except RuntimeError as e:\n"
+        "    print(e)\n"
+    )
+    out = run_python(code, env={"TORCH_DEVICE_BACKEND_AUTOLOAD": "0"})
+    assert "PrivateUse1 is already registered as 'other'" in out.stdout, out.stderr
+
+
+def test_no_devices_means_not_activated():
+    out = run_python(
+        "import torch, torch_backend; print(torch_backend.active_backend())",
+        env={"TORCH_BACKEND_FAKE_DEVICE_COUNT": "0"},
+    )
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "None"
+    assert "backend 'fake' reports no devices" in out.stderr

@@ -1,0 +1,24 @@
+"""`python -m torch_backend` and the `torch-backend` console script."""
+
+import shutil
+import subprocess
+import sys
+
+
+def test_module_reports_backends_and_active_devices():
+    out = subprocess.run([sys.executable, "-m", "torch_backend"], capture_output=True, text=True, check=True)
+    lines = out.stdout.splitlines()
+    fake = next(line for line in lines if line.strip().startswith("fake "))
+    assert "available: simulated device in host memory" in fake
+    assert "active: fake (2 devices)" in lines
+    assert any(line.strip().startswith("fake:1  Fake Device 1 (host memory)") for line in lines)
+
+
+def test_console_script_with_backend_disabled():
+    script = shutil.which("torch-backend")
+    assert script is not None
+    out = subprocess.run(
+        [script], capture_output=True, text=True, check=True, env={"TORCH_BACKEND": "none", "PATH": ""}
+    )
+    assert "TORCH_BACKEND: none" in out.stdout
+    assert out.stdout.rstrip().endswith("active: none")
