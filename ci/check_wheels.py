@@ -1,0 +1,117 @@
+"""Check built wheels: self-contained, and working in a fresh venv away from the source tree.
+
+Usage: python ci/check_wheels.py WHEEL_DIR
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+import tempfile
+import venv
+import zipfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+CORE_FILES = [
+    "torch_backend/lib/libtorch_backend_core.so",
+    "torch_backend/include/torch_backend/DeviceRuntime.h",
+    "torch_backend/share/cmake/TorchBackendCore/TorchBackendCoreConfig.cmake",
+]
+ONE_LINER = "import torch; x = torch.randn(4, device='fake'); print((x * 2 + 1).cpu())"
+
+
+def fail(message: str) -> None:
+    sys.exit(f"check_wheels: FAILED: {message}")
+
+
+def runpaths(library: Path) -> list[str]:
+    out = subprocess.run(["readelf", "-d", str(library)], capture_output=True, text=True, check=True).stdout
+    paths = []
+    for line in out.splitlines():
+        if "(RUNPATH)" in line or "(RPATH)" in line:
+            paths += line.split("[", 1)[1].rstrip("]").split(":")
+    return paths
+
+
+def check_contents(wheels: list[Path], scratch: Path) -> None:
+    core = next((w for w in wheels if w.name.startswith("torch_backend_core-")), None)
+    if core is None:
+        fail("no torch_backend_core wheel")
+    names = set(zipfile.ZipFile(core).namelist())
+    for required in CORE_FILES:
+        if required not in names:
+            fail(f"{core.name} lacks {required}")
+    for wheel in wheels:
+        with zipfile.ZipFile(wheel) as archive:
+            for name in archive.namelist():
+                if not name.endswith(".so"):
+                    continue
+                extracted = Path(archive.extract(name, scratch / wheel.stem))
+                absolute = [p for p in runpaths(extracted) if not p.startswith("$ORIGIN")]
+                if absolute:
+                    fail(f"{wheel.name}:{name} has absolute RUNPATH entries {absolute}")
+                print(f"ok: {wheel.name}:{name} RUNPATH {runpaths(extracted)}")
+
+
+def run(python: Path, *args: str, cwd: Path) -> str:
+    env = {"PATH": f"{python.parent}:/usr/bin:/bin", "HOME": str(cwd)}
+    done = subprocess.run([str(python), *args], cwd=cwd, env=env, capture_output=True, text=True)
+    if done.returncode != 0:
+        fail(f"{' '.join(args)}\n{done.stdout}\n{done.stderr}")
+    return done.stdout
+
+
+def check_fresh_venv(wheels: list[Path], scratch: Path) -> None:
+    env_dir = scratch / "venv"
+    venv.create(env_dir, with_pip=True)
+    python = env_dir / "bin" / "python"
+    install = [str(python), "-m", "pip", "install", "-q", "torch==2.13.0", "numpy==2.4.6", *map(str, wheels)]
+    subprocess.run(install, check=True)
+    work = scratch / "elsewhere"
+    work.mkdir()
+    located = run(python, "-c", "import torch_backend, torch_backend_fake; print(torch_backend.__file__)", cwd=work)
+    if not located.startswith(str(env_dir)):
+        fail(f"torch_backend imported from {located.strip()}, not from the venv")
+    out = run(python, "-c", ONE_LINER, cwd=work)
+    if not out.startswith("tensor(["):
+        fail(f"one-liner printed {out!r}")
+    report = run(python, "-m", "torch_backend", cwd=work)
+    if "active: fake (2 devices)" not in report:
+        fail(f"unexpected report:\n{report}")
+    print(f"ok: fresh venv one-liner: {out.strip()}")
+    check_third_party_build(python, work)
+
+
+def check_third_party_build(python: Path, work: Path) -> None:
+    """A backend outside this repo finds the installed core with find_package and links it."""
+    project = work / "third_party_backend"
+    shutil.copytree(ROOT / "packages" / "torch-backend-fake" / "csrc", project / "csrc")
+    shutil.copy(ROOT / "packages" / "torch-backend-fake" / "CMakeLists.txt", project)
+    prefix = run(python, "-c", "import torch_backend; print(torch_backend.cmake_prefix_path)", cwd=work).strip()
+    build = project / "build"
+    configure = ["cmake", "-S", str(project), "-B", str(build), "-G", "Ninja", f"-DCMAKE_PREFIX_PATH={prefix}"]
+    subprocess.run(configure, check=True)
+    subprocess.run(["cmake", "--build", str(build)], check=True)
+    library = build / "libtorch_backend_fake.so"
+    load = f"import torch_backend._C as C; C._load_device_library({str(library)!r}); print(C._loaded_device_count())"
+    if run(python, "-c", load, cwd=work).strip() != "2":
+        fail("third-party device library did not load through core")
+    print("ok: third-party backend built against the installed CMake package and loaded")
+
+
+def main() -> None:
+    wheel_dir = Path(sys.argv[1])
+    wheels = sorted(wheel_dir.glob("*.whl"))
+    if not wheels:
+        fail(f"no wheels in {wheel_dir}")
+    with tempfile.TemporaryDirectory() as tmp:
+        scratch = Path(tmp)
+        check_contents(wheels, scratch)
+        check_fresh_venv(wheels, scratch)
+    print("check_wheels: all checks passed")
+
+
+if __name__ == "__main__":
+    main()

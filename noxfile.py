@@ -1,0 +1,90 @@
+"""Developer and CI sessions. Fresh machine: `pip install nox && nox -t ci` (tests), `nox -s demo`.
+
+Sessions reuse their virtualenvs, so only the first run installs torch.
+C++ packages are built with `--no-build-isolation` against the pinned torch.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import nox
+
+ROOT = Path(__file__).resolve().parent
+PACKAGES = ROOT / "packages"
+# numpy: torch warns on first use without it, as every user environment has it.
+TORCH = ["torch==2.13.0", "numpy==2.4.6"]
+BUILD_TOOLS = ["hatchling==1.33.0"]
+TEST_TOOLS = ["pytest==9.0.3", "expecttest==0.3.0"]
+# Device name -> package folder. npu and gpu are skeletons until their device symbols land.
+BACKENDS = {"fake": "torch-backend-fake", "npu": "torch-backend-npu", "gpu": "torch-backend-cuda"}
+
+nox.options.reuse_venv = "yes"
+nox.options.sessions = ["lint", "tests-fake"]
+
+
+def system_deps(session: nox.Session) -> None:
+    """cmake, ninja, ccache and GoogleTest from Debian, installed when missing."""
+    session.run("bash", str(ROOT / "ci" / "install-system-deps.sh"), external=True)
+
+
+def install_packages(session: nox.Session, *folders: str, editable: bool = True) -> None:
+    session.install(*TORCH, *BUILD_TOOLS)
+    args = []
+    for folder in ("torch-backend-core", *folders):
+        args += ["-e", str(PACKAGES / folder)] if editable else [str(PACKAGES / folder)]
+    session.install("--no-build-isolation", *args)
+
+
+def run_cpp_tests(session: nox.Session) -> None:
+    """GoogleTest suite of core, built against core's installed CMake package."""
+    core = session.run("python", "-c", "import torch_backend; print(torch_backend.cmake_prefix_path)", silent=True)
+    build = ROOT / "build" / "cpp-tests"
+    session.run(
+        "cmake", "-S", str(PACKAGES / "torch-backend-core" / "tests" / "cpp"), "-B", str(build), "-G", "Ninja",
+        f"-DTorchBackendCore_DIR={core.strip()}/share/cmake/TorchBackendCore", external=True,
+    )  # fmt: skip
+    session.run("cmake", "--build", str(build), external=True)
+    session.run("ctest", "--test-dir", str(build), "--output-on-failure", external=True)
+
+
+def make_tests_session(backend: str) -> None:
+    @nox.session(name=f"tests-{backend}", tags=["ci", "tests"])
+    def tests(session: nox.Session) -> None:
+        system_deps(session)
+        install_packages(session, *BACKENDS.values())
+        session.install(*TEST_TOOLS)
+        run_cpp_tests(session)
+        package_tests = PACKAGES / BACKENDS[backend] / "tests"
+        paths = [str(p) for p in (package_tests, ROOT / "tests") if p.is_dir()]
+        session.run("pytest", *paths, *session.posargs, env={"TORCH_BACKEND": backend})
+
+
+make_tests_session("fake")
+
+
+@nox.session(tags=["ci"])
+def lint(session: nox.Session) -> None:
+    """The pre-commit hooks (ruff, ruff-format, clang-format) over every file."""
+    session.install("pre-commit==4.7.0")
+    session.run("pre-commit", "run", "--all-files", "--show-diff-on-failure")
+
+
+@nox.session
+def demo(session: nox.Session) -> None:
+    """Train a small model on the best available device (fake here) and print losses."""
+    system_deps(session)
+    install_packages(session, "torch-backend-fake")
+    session.run("python", str(ROOT / "examples" / "demo_train.py"))
+
+
+@nox.session(tags=["ci"])
+def wheels(session: nox.Session) -> None:
+    """Build platform wheels, install them in a fresh venv with torch, and use them away from the source tree."""
+    system_deps(session)
+    session.install(*TORCH, *BUILD_TOOLS)
+    dist = ROOT / "build" / "wheelhouse"
+    session.run("rm", "-rf", str(dist), external=True)
+    for folder in ("torch-backend-core", *BACKENDS.values()):
+        session.run("pip", "wheel", "--no-build-isolation", "--no-deps", "-w", str(dist), str(PACKAGES / folder))
+    session.run("python", str(ROOT / "ci" / "check_wheels.py"), str(dist))
