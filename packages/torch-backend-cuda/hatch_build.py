@@ -3,7 +3,7 @@
 import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "shared" / "build"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "shared" / "hatch"))
 
 from cmake_build_hook import CMakeBuildHook
 

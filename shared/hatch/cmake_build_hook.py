@@ -1,0 +1,104 @@
+"""Hatchling build hook shared by every torch-backend package.
+
+It configures, builds and installs the package's CMakeLists.txt with Ninja
+(and ccache when present), then hands the installed files to hatchling:
+
+* wheels: installed into a staging folder and force-included under the import
+  package, so the wheel is self-contained ($ORIGIN-relative RUNPATHs);
+* editable installs: installed straight into ``src/<package>/`` (git-ignored),
+  where the editable ``.pth`` finds them.
+
+A package without a CMakeLists.txt is pure Python and passes through.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+from hatchling.builders.hooks.plugin.interface import BuildHookInterface
+
+SHARED_DIR = Path(__file__).resolve().parents[1]
+
+
+def _package_dir(name: str) -> str | None:
+    """Folder of an importable package, found without importing it."""
+    spec = importlib.util.find_spec(name)
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    return list(spec.submodule_search_locations)[0]
+
+
+def _run(cmd: list[str], cwd: Path) -> None:
+    print("+", " ".join(cmd), flush=True)
+    subprocess.run(cmd, cwd=cwd, check=True)
+
+
+class CMakeBuildHook(BuildHookInterface):
+    PLUGIN_NAME = "custom"
+
+    def initialize(self, version: str, build_data: dict[str, Any]) -> None:
+        root = Path(self.root)
+        if not (root / "CMakeLists.txt").exists():
+            return
+        package = self.config["package"]
+        editable = version == "editable"
+        build_dir = root / "build" / ("editable" if editable else "wheel")
+        if editable:
+            prefix = root / "src" / package
+        else:
+            prefix = build_dir / "staging"
+            shutil.rmtree(prefix, ignore_errors=True)
+
+        extra = []
+        if package != "torch_backend":
+            core_config = Path(self._core_prefix(root)) / "share" / "cmake" / "TorchBackendCore"
+            extra.append(f"-DTorchBackendCore_DIR={core_config}")
+        _run(self._configure_command(root, build_dir, extra), root)
+        _run(["cmake", "--build", str(build_dir)], root)
+        _run(["cmake", "--install", str(build_dir), "--prefix", str(prefix)], root)
+
+        build_data["pure_python"] = False
+        build_data["infer_tag"] = True
+        if not editable:
+            build_data["force_include"][str(prefix)] = package
+
+    @staticmethod
+    def _configure_command(source: Path, build_dir: Path, extra: list[str]) -> list[str]:
+        torch_root = _package_dir("torch")
+        if torch_root is None:
+            raise RuntimeError("torch must be installed first: build with --no-build-isolation")
+        return [
+            "cmake", "-S", str(source), "-B", str(build_dir), "-G", "Ninja",
+            "-DCMAKE_BUILD_TYPE=Release",
+            f"-DPython_EXECUTABLE={sys.executable}",
+            f"-DTORCH_ROOT={torch_root}",
+            f"-DTORCH_BACKEND_SHARED_DIR={SHARED_DIR}",
+            *extra,
+        ]  # fmt: skip
+
+    def _core_prefix(self, root: Path) -> str:
+        """Where find_package(TorchBackendCore) looks for a backend package.
+
+        An installed torch-backend-core is preferred. When pip builds core and a
+        backend in one command, core is not installed yet: then the sibling
+        core source in this monorepo is built and staged (ccache makes the
+        second compile of the same sources cheap). The backend links core by
+        SONAME, so at run time it binds to whichever core Python imported.
+        """
+        installed = _package_dir("torch_backend")
+        if installed is not None and (Path(installed) / "share" / "cmake").is_dir():
+            return installed
+        core_source = root.parent / "torch-backend-core"
+        if not (core_source / "CMakeLists.txt").exists():
+            raise RuntimeError("torch-backend-core is not installed: pip install torch-backend-core first")
+        staged = root / "build" / "core-prefix"
+        core_build = root / "build" / "core"
+        _run(self._configure_command(core_source, core_build, []), root)
+        _run(["cmake", "--build", str(core_build)], root)
+        _run(["cmake", "--install", str(core_build), "--prefix", str(staged)], root)
+        return str(staged)
