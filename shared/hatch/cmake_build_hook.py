@@ -30,7 +30,7 @@ def _package_dir(name: str) -> str | None:
     spec = importlib.util.find_spec(name)
     if spec is None or not spec.submodule_search_locations:
         return None
-    return list(spec.submodule_search_locations)[0]
+    return next(iter(spec.submodule_search_locations))
 
 
 def _run(cmd: list[str], cwd: Path) -> None:
