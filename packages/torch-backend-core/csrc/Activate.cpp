@@ -1,10 +1,12 @@
 #include <torch_backend/Activate.h>
 
+#include <ATen/core/CachingHostAllocator.h>
 #include <c10/core/Allocator.h>
 
 #include <torch_backend/Allocator.h>
 #include <torch_backend/Runtime.h>
 
+#include "HostAllocator.h"
 #include "Registration.h"
 
 namespace torch_backend {
@@ -13,6 +15,7 @@ void activate(DeviceRuntime* runtime) {
   set_active_runtime(runtime);  // throws on a second activation
   register_device_guard();
   c10::SetAllocator(c10::DeviceType::PrivateUse1, device_allocator());
+  at::setHostAllocator(c10::DeviceType::PrivateUse1, host_allocator());
   register_hooks();
   register_minimal_kernels();
   register_cpu_fallback();

@@ -1,9 +1,13 @@
-// c10 device guard over the runtime's per-thread current device.
+// c10 device guard over the runtime: current device, streams and events.
+// torch.Stream / torch.Event and torch.accelerator all go through here.
+#include <c10/core/DeviceGuard.h>
 #include <c10/core/impl/DeviceGuardImplInterface.h>
 
+#include <torch_backend/Allocator.h>
 #include <torch_backend/Runtime.h>
 
 #include "Registration.h"
+#include "Streams.h"
 
 namespace torch_backend {
 namespace {
@@ -12,6 +16,26 @@ using c10::Device;
 using c10::DeviceIndex;
 using c10::DeviceType;
 using c10::Stream;
+
+// Runs `fn` with `device` current, restoring the caller's device.
+template <typename Fn>
+auto on_device(DeviceIndex device, Fn&& fn) {
+  int previous = 0;
+  TORCH_BACKEND_CHECK(active_runtime().get_device(&previous));
+  if (previous != device) {
+    TORCH_BACKEND_CHECK(active_runtime().set_device(device));
+  }
+  struct Restore {
+    int device;
+    bool changed;
+    ~Restore() {
+      if (changed) {
+        (void)active_runtime().set_device(device);
+      }
+    }
+  } restore{previous, previous != device};
+  return fn();
+}
 
 class DeviceGuardImpl final : public c10::impl::DeviceGuardImplInterface {
  public:
@@ -26,9 +50,7 @@ class DeviceGuardImpl final : public c10::impl::DeviceGuardImplInterface {
   }
 
   Device getDevice() const override {
-    int device = 0;
-    TORCH_BACKEND_CHECK(active_runtime().get_device(&device));
-    return {DeviceType::PrivateUse1, static_cast<DeviceIndex>(device)};
+    return {DeviceType::PrivateUse1, current_device_index()};
   }
 
   void setDevice(Device device) const override {
@@ -41,15 +63,6 @@ class DeviceGuardImpl final : public c10::impl::DeviceGuardImplInterface {
     (void)active_runtime().set_device(device.index());
   }
 
-  // Only the default stream exists until the runtime grows stream support.
-  Stream getStream(Device device) const override {
-    return Stream(Stream::DEFAULT, device);
-  }
-
-  Stream exchangeStream(Stream stream) const override {
-    return Stream(Stream::DEFAULT, stream.device());
-  }
-
   DeviceIndex deviceCount() const noexcept override {
     try {
       return static_cast<DeviceIndex>(device_count());
@@ -58,10 +71,121 @@ class DeviceGuardImpl final : public c10::impl::DeviceGuardImplInterface {
     }
   }
 
-  void synchronizeDevice(DeviceIndex device_index) const override {
-    const Device old = exchangeDevice({DeviceType::PrivateUse1, device_index});
-    TORCH_BACKEND_CHECK(active_runtime().synchronize_device());
-    setDevice(old);
+  // --- streams ---------------------------------------------------------------
+  Stream getStream(Device device) const override {
+    return current_stream(device.index());
+  }
+
+  Stream getDefaultStream(Device device) const override {
+    return default_stream(device.index());
+  }
+
+  Stream getStreamFromGlobalPool(Device device,
+                                 bool high_priority) const override {
+    return stream_from_pool(device.index(), high_priority ? -1 : 0);
+  }
+
+  Stream getNewStream(Device device, int priority) const override {
+    return stream_from_pool(device.index(), priority);
+  }
+
+  void* getStreamNativeHandle(const Stream stream) const override {
+    return native_stream(stream);
+  }
+
+  Stream exchangeStream(Stream stream) const override {
+    const Stream old = current_stream(stream.device_index());
+    set_current_stream(stream);
+    return old;
+  }
+
+  bool queryStream(const Stream& stream) const override {
+    return on_device(stream.device_index(), [&] {
+      bool complete = false;
+      TORCH_BACKEND_CHECK(
+          active_runtime().stream_query(native_stream(stream), &complete));
+      return complete;
+    });
+  }
+
+  void synchronizeStream(const Stream& stream) const override {
+    on_device(stream.device_index(), [&] {
+      TORCH_BACKEND_CHECK(
+          active_runtime().stream_synchronize(native_stream(stream)));
+      return 0;
+    });
+  }
+
+  void synchronizeDevice(DeviceIndex device) const override {
+    on_device(device, [] {
+      TORCH_BACKEND_CHECK(active_runtime().synchronize_device());
+      return 0;
+    });
+  }
+
+  void recordDataPtrOnStream(const c10::DataPtr& data_ptr,
+                             const Stream& stream) const override {
+    record_stream(data_ptr, stream);
+  }
+
+  // --- events ----------------------------------------------------------------
+  void record(void** event, const Stream& stream, DeviceIndex device_index,
+              c10::EventFlag flag) const override {
+    TORCH_CHECK(device_index == -1 || device_index == stream.device_index(),
+                "Event device index ", device_index,
+                " does not match recording stream's device index ",
+                stream.device_index(), ".");
+    on_device(stream.device_index(), [&] {
+      if (*event == nullptr) {
+        // BACKEND_DEFAULT is what torch.Event(enable_timing=True) asks for.
+        TORCH_BACKEND_CHECK(active_runtime().event_create(
+            event, flag == c10::EventFlag::BACKEND_DEFAULT));
+      }
+      TORCH_BACKEND_CHECK(
+          active_runtime().event_record(*event, native_stream(stream)));
+      return 0;
+    });
+  }
+
+  void block(void* event, const Stream& stream) const override {
+    if (event == nullptr) {
+      return;  // never recorded: nothing to wait for
+    }
+    on_device(stream.device_index(), [&] {
+      TORCH_BACKEND_CHECK(
+          active_runtime().stream_wait_event(native_stream(stream), event));
+      return 0;
+    });
+  }
+
+  bool queryEvent(void* event) const override {
+    if (event == nullptr) {
+      return true;
+    }
+    bool complete = false;
+    TORCH_BACKEND_CHECK(active_runtime().event_query(event, &complete));
+    return complete;
+  }
+
+  void synchronizeEvent(void* event) const override {
+    if (event != nullptr) {
+      TORCH_BACKEND_CHECK(active_runtime().event_synchronize(event));
+    }
+  }
+
+  void destroyEvent(void* event, DeviceIndex) const noexcept override {
+    if (event != nullptr) {
+      (void)active_runtime().event_destroy(event);
+    }
+  }
+
+  double elapsedTime(void* start, void* end, DeviceIndex) const override {
+    TORCH_CHECK(start != nullptr && end != nullptr,
+                "Both events must be recorded before calculating elapsed "
+                "time.");
+    float ms = 0;
+    TORCH_BACKEND_CHECK(active_runtime().event_elapsed_time(&ms, start, end));
+    return ms;
   }
 };
 

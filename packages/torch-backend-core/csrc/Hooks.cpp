@@ -1,10 +1,12 @@
 // PrivateUse1 hooks: what torch.accelerator and ATen ask of any accelerator.
 #include <ATen/detail/PrivateUse1HooksInterface.h>
-#include <c10/core/DeviceGuard.h>
 
+#include <torch_backend/Generator.h>
 #include <torch_backend/Runtime.h>
 
+#include "HostAllocator.h"
 #include "Registration.h"
+#include "Streams.h"
 
 namespace torch_backend {
 namespace {
@@ -22,9 +24,7 @@ class Hooks final : public at::PrivateUse1HooksInterface {
   }
 
   DeviceIndex getCurrentDevice() const override {
-    int device = 0;
-    TORCH_BACKEND_CHECK(active_runtime().get_device(&device));
-    return static_cast<DeviceIndex>(device);
+    return current_device_index();
   }
 
   void setCurrentDevice(DeviceIndex device) const override {
@@ -46,6 +46,25 @@ class Hooks final : public at::PrivateUse1HooksInterface {
 
   bool hasPrimaryContext(DeviceIndex device) const override {
     return device >= 0 && device < device_count();
+  }
+
+  const at::Generator& getDefaultGenerator(DeviceIndex device) const override {
+    return default_generator(device);
+  }
+
+  at::Generator getNewGenerator(DeviceIndex device) const override {
+    return new_generator(device);
+  }
+
+  bool isPinnedPtr(const void* data) const override { return is_pinned(data); }
+
+  at::Allocator* getPinnedMemoryAllocator() const override {
+    return host_allocator();
+  }
+
+  void resizePrivateUse1Bytes(const c10::Storage& storage,
+                              size_t new_bytes) const override {
+    resize_storage_bytes(storage, new_bytes);
   }
 };
 

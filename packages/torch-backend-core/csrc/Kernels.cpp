@@ -13,7 +13,9 @@
 #include <torch_backend/Allocator.h>
 #include <torch_backend/Runtime.h>
 
+#include "HostAllocator.h"
 #include "Registration.h"
+#include "Streams.h"
 
 namespace torch_backend {
 namespace {
@@ -62,20 +64,24 @@ Tensor empty_strided(IntArrayRef size, IntArrayRef stride,
                                            c10::dtype_or_default(dtype));
 }
 
-// Grows a storage, keeping its contents, using the storage's own allocator.
-void resize_storage_bytes(const c10::Storage& storage, size_t new_bytes) {
-  TORCH_CHECK(storage.resizable(),
-              "Trying to resize storage that is not resizable");
-  const size_t old_bytes = storage.nbytes();
-  c10::DeviceGuard guard(storage.device());
-  c10::DataPtr fresh = storage.allocator()->allocate(new_bytes);
-  const size_t keep = std::min(old_bytes, new_bytes);
-  if (keep > 0 && storage.data() != nullptr) {
-    TORCH_BACKEND_CHECK(active_runtime().memcpy(
-        fresh.get(), storage.data(), keep, CopyKind::DeviceToDevice));
+// Enqueues a copy on the current stream of `device`. It stays asynchronous
+// only where that is safe, as with CUDA: device-to-device always, and host
+// transfers with non_blocking=True from/to pinned memory (which is then kept
+// from reuse until the copy is done). Otherwise it waits for the copy.
+void copy_bytes(void* dst, const void* src, size_t bytes, CopyKind kind,
+                c10::Device device, bool non_blocking) {
+  c10::DeviceGuard guard(device);
+  const c10::Stream stream = current_stream(device.index());
+  const StreamHandle handle = native_stream(stream);
+  DeviceRuntime& runtime = active_runtime();
+  TORCH_BACKEND_CHECK(runtime.memcpy_async(dst, src, bytes, kind, handle));
+  const void* host = kind == CopyKind::HostToDevice ? src : dst;
+  const bool async =
+      kind == CopyKind::DeviceToDevice ||
+      (non_blocking && is_pinned(host) && record_host_use(host, stream));
+  if (!async) {
+    TORCH_BACKEND_CHECK(runtime.stream_synchronize(handle));
   }
-  storage.set_data_ptr_noswap(std::move(fresh));
-  storage.set_nbytes(new_bytes);
 }
 
 const Tensor& resize_(const Tensor& self, IntArrayRef size,
@@ -149,9 +155,8 @@ Tensor host_view(const Tensor& t, bool download) {
   Tensor buffer = at::empty({static_cast<int64_t>(bytes)},
                             at::TensorOptions().dtype(at::kByte));
   if (download) {
-    c10::DeviceGuard guard(t.device());
-    TORCH_BACKEND_CHECK(active_runtime().memcpy(buffer.data_ptr(), t.data_ptr(),
-                                                bytes, CopyKind::DeviceToHost));
+    copy_bytes(buffer.data_ptr(), t.data_ptr(), bytes, CopyKind::DeviceToHost,
+               t.device(), false);
   }
   Tensor typed = buffer.view(t.scalar_type());
   Tensor view = typed.as_strided(t.sizes(), t.strides(), 0);
@@ -176,7 +181,6 @@ CopyKind copy_kind(const Tensor& src, const Tensor& dst) {
 }
 
 Tensor copy_from(const Tensor& src, const Tensor& dst, bool non_blocking) {
-  (void)non_blocking;  // Copies are synchronous until streams exist.
   for (const Tensor* t : {&src, &dst}) {
     TORCH_CHECK(t->is_cpu() || t->device().type() == DeviceType::PrivateUse1,
                 "copy between ", src.device(), " and ", dst.device(),
@@ -189,11 +193,16 @@ Tensor copy_from(const Tensor& src, const Tensor& dst, bool non_blocking) {
     return dst;
   }
   const Device device = dst.is_cpu() ? src.device() : dst.device();
-  c10::DeviceGuard guard(device);
+  if (!src.is_cpu() && !dst.is_cpu() && src.device() != dst.device()) {
+    // Across devices: the source's pending writes come first.
+    c10::DeviceGuard guard(src.device());
+    TORCH_BACKEND_CHECK(active_runtime().stream_synchronize(
+        native_stream(current_stream(src.device().index()))));
+  }
   if (src.dtype() == dst.dtype() && src.sizes() == dst.sizes() &&
       is_plain_dense(src) && is_plain_dense(dst)) {
-    TORCH_BACKEND_CHECK(active_runtime().memcpy(
-        dst.data_ptr(), src.data_ptr(), dst.nbytes(), copy_kind(src, dst)));
+    copy_bytes(dst.data_ptr(), src.data_ptr(), dst.nbytes(),
+               copy_kind(src, dst), device, non_blocking);
     return dst;
   }
   // General case: let the CPU convert dtypes, broadcast and restride.
@@ -205,9 +214,8 @@ Tensor copy_from(const Tensor& src, const Tensor& dst, bool non_blocking) {
   // A dense destination is overwritten whole, so it need not be downloaded.
   Tensor dst_host = host_view(dst, !dst.is_non_overlapping_and_dense());
   dst_host.copy_(src_host);
-  TORCH_BACKEND_CHECK(
-      active_runtime().memcpy(dst.data_ptr(), dst_host.data_ptr(),
-                              span_bytes(dst), CopyKind::HostToDevice));
+  copy_bytes(dst.data_ptr(), dst_host.data_ptr(), span_bytes(dst),
+             CopyKind::HostToDevice, device, false);
   return dst;
 }
 
@@ -221,6 +229,21 @@ c10::Scalar local_scalar_dense(const Tensor& self) {
 }
 
 }  // namespace
+
+void resize_storage_bytes(const c10::Storage& storage, size_t new_bytes) {
+  TORCH_CHECK(storage.resizable(),
+              "Trying to resize storage that is not resizable");
+  const size_t old_bytes = storage.nbytes();
+  c10::DeviceGuard guard(storage.device());
+  c10::DataPtr fresh = storage.allocator()->allocate(new_bytes);
+  const size_t keep = std::min(old_bytes, new_bytes);
+  if (keep > 0 && storage.data() != nullptr) {
+    copy_bytes(fresh.get(), storage.data(), keep, CopyKind::DeviceToDevice,
+               storage.device(), false);
+  }
+  storage.set_data_ptr_noswap(std::move(fresh));
+  storage.set_nbytes(new_bytes);
+}
 
 void register_minimal_kernels() {
   // Leaked on purpose: deregistering kernels during interpreter shutdown

@@ -1,11 +1,16 @@
 // Internal: the pieces activate() registers with PyTorch, one per file.
 #pragma once
 
+#include <c10/core/Storage.h>
+
 namespace torch_backend {
 
 void register_device_guard();
 void register_hooks();
 void register_minimal_kernels();
 void register_cpu_fallback();
+
+// Grows or shrinks a device storage, keeping its contents (Kernels.cpp).
+void resize_storage_bytes(const c10::Storage& storage, size_t new_bytes);
 
 }  // namespace torch_backend

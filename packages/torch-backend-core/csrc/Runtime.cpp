@@ -1,6 +1,7 @@
 #include <torch_backend/Runtime.h>
 
 #include <dlfcn.h>
+#include <pthread.h>
 
 #include <atomic>
 #include <mutex>
@@ -14,10 +15,30 @@ DeviceRuntime::~DeviceRuntime() = default;
 
 Capabilities DeviceRuntime::capabilities() { return {}; }
 
+Status DeviceRuntime::stream_priority_range(int* least, int* greatest) {
+  *least = 0;
+  *greatest = 0;
+  return kSuccess;
+}
+
+Status DeviceRuntime::stream_sleep(StreamHandle, unsigned long) {
+  return kNotSupported;
+}
+
 namespace {
 
 std::atomic<DeviceRuntime*> g_active{nullptr};
 std::atomic<int> g_device_count{-1};
+// Set by the first use of the runtime; a child forked after that cannot use
+// the device (its runtime threads and contexts did not survive the fork).
+std::atomic<bool> g_initialized{false};
+std::atomic<bool> g_bad_fork{false};
+
+void mark_bad_fork_in_child() {
+  if (g_initialized.load()) {
+    g_bad_fork.store(true);
+  }
+}
 
 using EntryPoint = DeviceRuntime* (*)(int*);
 
@@ -51,13 +72,25 @@ void set_active_runtime(DeviceRuntime* runtime) {
   TORCH_CHECK(g_active.compare_exchange_strong(expected, runtime),
               "a torch-backend device runtime is already active in this "
               "process; PyTorch supports one PrivateUse1 backend per process");
+  pthread_atfork(nullptr, nullptr, &mark_bad_fork_in_child);
 }
+
+bool is_initialized() { return g_initialized.load(std::memory_order_relaxed); }
+
+bool in_bad_fork() { return g_bad_fork.load(std::memory_order_relaxed); }
 
 bool has_active_runtime() { return g_active.load() != nullptr; }
 
 DeviceRuntime& active_runtime() {
-  DeviceRuntime* runtime = g_active.load();
+  DeviceRuntime* runtime = g_active.load(std::memory_order_acquire);
   TORCH_CHECK(runtime != nullptr, "no torch-backend device runtime is active");
+  TORCH_CHECK(!g_bad_fork.load(std::memory_order_relaxed),
+              "Cannot re-initialize ", c10::get_privateuse1_backend(),
+              " in forked subprocess. To use ", c10::get_privateuse1_backend(),
+              " with multiprocessing, you must use the 'spawn' start method");
+  if (!g_initialized.load(std::memory_order_relaxed)) {
+    g_initialized.store(true);
+  }
   return *runtime;
 }
 
@@ -66,6 +99,9 @@ void check_status(Status status, const char* call) {
     return;
   }
   DeviceRuntime& runtime = active_runtime();
+  TORCH_CHECK_NOT_IMPLEMENTED(status != kNotSupported, call,
+                              " is not supported by the ",
+                              c10::get_privateuse1_backend(), " runtime");
   const std::string text = runtime.error_text(status);
   const std::string device = c10::get_privateuse1_backend();
   if (runtime.is_out_of_memory(status)) {

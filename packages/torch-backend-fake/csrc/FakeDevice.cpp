@@ -1,15 +1,25 @@
-// Device symbols of the `fake` device: a simulated accelerator whose device
-// memory is host memory owned by this runtime (never the CPU allocator), so
-// device and CPU tensors are genuinely different storages.
+// Device symbols of the `fake` device: a simulated accelerator.
+//  - Device memory is host memory owned by this runtime (never the CPU
+//    allocator), with a per-device capacity, so device and CPU tensors are
+//    genuinely different storages and an oversized allocation really fails.
+//  - Each stream is a worker thread running its work in order, so
+//    asynchronous copies complete later, events complete when the stream
+//    reaches them and cross-stream waits block the waiting stream only.
 //
 // Environment:
 //   TORCH_BACKEND_FAKE_DEVICE_COUNT  number of devices (default 2)
 //   TORCH_BACKEND_FAKE_MEMORY_MB     capacity of each device (default 65536)
+#include <chrono>
+#include <condition_variable>
 #include <cstdlib>
 #include <cstring>
+#include <deque>
+#include <functional>
 #include <mutex>
 #include <string>
+#include <thread>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include <torch_backend/DeviceRuntime.h>
@@ -18,14 +28,19 @@ namespace {
 
 using torch_backend::CopyKind;
 using torch_backend::DeviceProperties;
+using torch_backend::EventHandle;
 using torch_backend::kSuccess;
 using torch_backend::Status;
+using torch_backend::StreamHandle;
+using Clock = std::chrono::steady_clock;
 
 enum FakeStatus : Status {
   kOutOfMemory = 1,
   kInvalidDevice = 2,
   kInvalidPointer = 3,
   kInvalidValue = 4,
+  kNotReady = 5,
+  kNoTiming = 6,
 };
 
 constexpr std::size_t kAlignment = 64;
@@ -40,16 +55,95 @@ long env_long(const char* name, long fallback) {
   return (*end == '\0' && value >= 0) ? value : fallback;
 }
 
+// Work items of one stream, run in order by its own worker thread.
+class Stream {
+ public:
+  explicit Stream(int device) : device(device), worker_([this] { run(); }) {
+    worker_.detach();  // lives as long as the process, like the runtime
+  }
+
+  void enqueue(std::function<void()> work) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    queue_.push_back(std::move(work));
+    ++enqueued_;
+    work_ready_.notify_one();
+  }
+
+  bool idle() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return completed_ == enqueued_;
+  }
+
+  void synchronize() {
+    std::unique_lock<std::mutex> lock(mutex_);
+    const std::uint64_t target = enqueued_;
+    work_done_.wait(lock, [&] { return completed_ >= target; });
+  }
+
+  const int device;
+
+ private:
+  void run() {
+    std::unique_lock<std::mutex> lock(mutex_);
+    while (true) {
+      work_ready_.wait(lock, [&] { return !queue_.empty(); });
+      std::function<void()> work = std::move(queue_.front());
+      queue_.pop_front();
+      lock.unlock();
+      work();
+      lock.lock();
+      ++completed_;
+      work_done_.notify_all();
+    }
+  }
+
+  std::mutex mutex_;
+  std::condition_variable work_ready_;
+  std::condition_variable work_done_;
+  std::deque<std::function<void()>> queue_;
+  std::uint64_t enqueued_ = 0;
+  std::uint64_t completed_ = 0;
+  std::thread worker_;
+};
+
+// Completion of the work a stream had when the event was last recorded.
+struct Event {
+  explicit Event(bool timing) : timing(timing) {}
+
+  void complete(std::uint64_t generation) {
+    std::lock_guard<std::mutex> lock(mutex);
+    completed = std::max(completed, generation);
+    when = Clock::now();
+    done.notify_all();
+  }
+
+  void wait_for(std::uint64_t generation) {
+    std::unique_lock<std::mutex> lock(mutex);
+    done.wait(lock, [&] { return completed >= generation; });
+  }
+
+  const bool timing;
+  std::mutex mutex;
+  std::condition_variable done;
+  std::uint64_t recorded = 0;
+  std::uint64_t completed = 0;
+  Clock::time_point when;
+};
+
 class FakeRuntime final : public torch_backend::DeviceRuntime {
  public:
   FakeRuntime()
-      : used_(env_long("TORCH_BACKEND_FAKE_DEVICE_COUNT", 2), 0),
+      : device_count_(
+            static_cast<int>(env_long("TORCH_BACKEND_FAKE_DEVICE_COUNT", 2))),
         capacity_(static_cast<std::size_t>(
                       env_long("TORCH_BACKEND_FAKE_MEMORY_MB", 65536))
-                  << 20) {}
+                  << 20),
+        used_(device_count_, 0),
+        default_streams_(device_count_, nullptr) {}
 
+  // --- devices ---------------------------------------------------------------
   Status device_count(int* count) override {
-    *count = static_cast<int>(used_.size());
+    *count = device_count_;
     return kSuccess;
   }
 
@@ -59,17 +153,22 @@ class FakeRuntime final : public torch_backend::DeviceRuntime {
   }
 
   Status set_device(int device) override {
-    if (device < 0 || device >= static_cast<int>(used_.size())) {
+    if (device < 0 || device >= device_count_) {
       return kInvalidDevice;
     }
     current_device_ = device;
     return kSuccess;
   }
 
-  Status synchronize_device() override { return kSuccess; }
+  Status synchronize_device() override {
+    for (Stream* stream : streams_of(current_device_)) {
+      stream->synchronize();
+    }
+    return kSuccess;
+  }
 
   Status device_properties(int device, DeviceProperties* props) override {
-    if (device < 0 || device >= static_cast<int>(used_.size())) {
+    if (device < 0 || device >= device_count_) {
       return kInvalidDevice;
     }
     props->name = "Fake Device " + std::to_string(device) + " (host memory)";
@@ -86,12 +185,12 @@ class FakeRuntime final : public torch_backend::DeviceRuntime {
     return kSuccess;
   }
 
+  // --- memory ----------------------------------------------------------------
   Status malloc(void** ptr, std::size_t bytes) override {
     if (bytes == 0) {
       return kInvalidValue;
     }
-    const std::size_t rounded =
-        (bytes + kAlignment - 1) / kAlignment * kAlignment;
+    const std::size_t rounded = round_up(bytes);
     std::lock_guard<std::mutex> lock(mutex_);
     if (rounded > capacity_ - used_[current_device_]) {
       return kOutOfMemory;
@@ -118,17 +217,160 @@ class FakeRuntime final : public torch_backend::DeviceRuntime {
     return kSuccess;
   }
 
+  Status host_malloc(void** ptr, std::size_t bytes) override {
+    void* memory = std::aligned_alloc(kAlignment, round_up(bytes));
+    if (memory == nullptr) {
+      return kOutOfMemory;
+    }
+    std::lock_guard<std::mutex> lock(mutex_);
+    host_blocks_.insert(memory);
+    *ptr = memory;
+    return kSuccess;
+  }
+
+  Status host_free(void* ptr) override {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (host_blocks_.erase(ptr) == 0) {
+      return kInvalidPointer;
+    }
+    std::free(ptr);
+    return kSuccess;
+  }
+
   Status memcpy(void* dst, const void* src, std::size_t bytes,
                 CopyKind /*kind*/) override {
+    synchronize_device();
     std::memcpy(dst, src, bytes);
     return kSuccess;
   }
 
+  Status memcpy_async(void* dst, const void* src, std::size_t bytes,
+                      CopyKind /*kind*/, StreamHandle stream) override {
+    resolve(stream)->enqueue([=] { std::memcpy(dst, src, bytes); });
+    return kSuccess;
+  }
+
   Status memset(void* dst, int value, std::size_t bytes) override {
+    synchronize_device();
     std::memset(dst, value, bytes);
     return kSuccess;
   }
 
+  // --- streams ---------------------------------------------------------------
+  Status stream_priority_range(int* least, int* greatest) override {
+    *least = 0;
+    *greatest = -1;
+    return kSuccess;
+  }
+
+  Status stream_create(StreamHandle* stream, int /*priority*/) override {
+    auto* created = new Stream(current_device_);
+    std::lock_guard<std::mutex> lock(mutex_);
+    streams_.push_back(created);
+    *stream = created;
+    return kSuccess;
+  }
+
+  Status stream_destroy(StreamHandle stream) override {
+    // Streams are pooled by core and live as long as the process; destroying
+    // one only has to make sure its work is done.
+    resolve(stream)->synchronize();
+    return kSuccess;
+  }
+
+  Status stream_query(StreamHandle stream, bool* complete) override {
+    *complete = resolve(stream)->idle();
+    return kSuccess;
+  }
+
+  Status stream_synchronize(StreamHandle stream) override {
+    resolve(stream)->synchronize();
+    return kSuccess;
+  }
+
+  Status stream_wait_event(StreamHandle stream, EventHandle event) override {
+    auto* e = static_cast<Event*>(event);
+    std::uint64_t generation = 0;
+    {
+      std::lock_guard<std::mutex> lock(e->mutex);
+      generation = e->recorded;
+    }
+    if (generation > 0) {
+      resolve(stream)->enqueue([e, generation] { e->wait_for(generation); });
+    }
+    return kSuccess;
+  }
+
+  Status stream_sleep(StreamHandle stream, unsigned long us) override {
+    resolve(stream)->enqueue(
+        [us] { std::this_thread::sleep_for(std::chrono::microseconds(us)); });
+    return kSuccess;
+  }
+
+  // --- events ----------------------------------------------------------------
+  Status event_create(EventHandle* event, bool enable_timing) override {
+    *event = new Event(enable_timing);
+    return kSuccess;
+  }
+
+  Status event_destroy(EventHandle event) override {
+    auto* e = static_cast<Event*>(event);
+    std::uint64_t generation = 0;
+    {
+      std::lock_guard<std::mutex> lock(e->mutex);
+      generation = e->recorded;
+    }
+    e->wait_for(generation);  // a pending stream task still refers to it
+    delete e;
+    return kSuccess;
+  }
+
+  Status event_record(EventHandle event, StreamHandle stream) override {
+    auto* e = static_cast<Event*>(event);
+    std::uint64_t generation = 0;
+    {
+      std::lock_guard<std::mutex> lock(e->mutex);
+      generation = ++e->recorded;
+    }
+    resolve(stream)->enqueue([e, generation] { e->complete(generation); });
+    return kSuccess;
+  }
+
+  Status event_query(EventHandle event, bool* complete) override {
+    auto* e = static_cast<Event*>(event);
+    std::lock_guard<std::mutex> lock(e->mutex);
+    *complete = e->completed >= e->recorded;
+    return kSuccess;
+  }
+
+  Status event_synchronize(EventHandle event) override {
+    auto* e = static_cast<Event*>(event);
+    std::uint64_t generation = 0;
+    {
+      std::lock_guard<std::mutex> lock(e->mutex);
+      generation = e->recorded;
+    }
+    e->wait_for(generation);
+    return kSuccess;
+  }
+
+  Status event_elapsed_time(float* ms, EventHandle start,
+                            EventHandle end) override {
+    auto* a = static_cast<Event*>(start);
+    auto* b = static_cast<Event*>(end);
+    if (!a->timing || !b->timing) {
+      return kNoTiming;
+    }
+    std::scoped_lock lock(a->mutex, b->mutex);
+    if (a->recorded == 0 || b->recorded == 0 || a->completed < a->recorded ||
+        b->completed < b->recorded) {
+      return kNotReady;
+    }
+    *ms = std::chrono::duration<float, std::milli>(b->when - a->when).count();
+    return kSuccess;
+  }
+
+  // --- errors ----------------------------------------------------------------
   std::string error_text(Status status) override {
     switch (status) {
       case kSuccess:
@@ -141,6 +383,10 @@ class FakeRuntime final : public torch_backend::DeviceRuntime {
         return "pointer was not allocated by the fake runtime";
       case kInvalidValue:
         return "invalid argument";
+      case kNotReady:
+        return "event not recorded or its work not complete yet";
+      case kNoTiming:
+        return "events were created without enable_timing=True";
       default:
         return "unknown fake runtime status " + std::to_string(status);
     }
@@ -160,11 +406,43 @@ class FakeRuntime final : public torch_backend::DeviceRuntime {
     std::size_t bytes;
   };
 
+  static std::size_t round_up(std::size_t bytes) {
+    return (bytes + kAlignment - 1) / kAlignment * kAlignment;
+  }
+
+  Stream* resolve(StreamHandle handle) {
+    if (handle != nullptr) {
+      return static_cast<Stream*>(handle);
+    }
+    std::lock_guard<std::mutex> lock(mutex_);
+    Stream*& stream = default_streams_[current_device_];
+    if (stream == nullptr) {
+      stream = new Stream(current_device_);
+      streams_.push_back(stream);
+    }
+    return stream;
+  }
+
+  std::vector<Stream*> streams_of(int device) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    std::vector<Stream*> found;
+    for (Stream* stream : streams_) {
+      if (stream->device == device) {
+        found.push_back(stream);
+      }
+    }
+    return found;
+  }
+
   static thread_local int current_device_;
+  const int device_count_;
+  const std::size_t capacity_;
   std::mutex mutex_;
   std::vector<std::size_t> used_;
-  const std::size_t capacity_;
   std::unordered_map<void*, Block> blocks_;
+  std::unordered_set<void*> host_blocks_;
+  std::vector<Stream*> default_streams_;
+  std::vector<Stream*> streams_;
 };
 
 thread_local int FakeRuntime::current_device_ = 0;

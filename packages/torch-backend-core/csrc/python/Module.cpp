@@ -7,7 +7,14 @@
 #include <c10/core/DeviceGuard.h>
 #include <c10/util/Exception.h>
 
+#include <ATen/EmptyTensor.h>
+#include <ATen/core/Tensor.h>
+#include <c10/core/impl/VirtualGuardImpl.h>
+#include <cstring>
+
 #include <torch_backend/Activate.h>
+#include <torch_backend/Allocator.h>
+#include <torch_backend/Generator.h>
 #include <torch_backend/Runtime.h>
 
 namespace py = pybind11;
@@ -73,6 +80,79 @@ std::pair<size_t, size_t> mem_get_info(int device) {
   return {free_bytes, total_bytes};
 }
 
+// torch.cuda.memory_stats' flat "<stat>.<pool>.<metric>" layout.
+py::dict memory_stats(int device) {
+  check_device_index(device);
+  const auto stats = device_allocator()->getDeviceStats(device);
+  py::dict out;
+  auto add_stat = [&](const std::string& name,
+                      const c10::CachingAllocator::Stat& s) {
+    out[py::str(name + ".current")] = s.current;
+    out[py::str(name + ".peak")] = s.peak;
+    out[py::str(name + ".allocated")] = s.allocated;
+    out[py::str(name + ".freed")] = s.freed;
+  };
+  const std::pair<const char*, const c10::CachingAllocator::StatArray*>
+      arrays[] = {{"allocation", &stats.allocation},
+                  {"segment", &stats.segment},
+                  {"active", &stats.active},
+                  {"inactive_split", &stats.inactive_split},
+                  {"allocated_bytes", &stats.allocated_bytes},
+                  {"reserved_bytes", &stats.reserved_bytes},
+                  {"active_bytes", &stats.active_bytes},
+                  {"inactive_split_bytes", &stats.inactive_split_bytes},
+                  {"requested_bytes", &stats.requested_bytes}};
+  const char* pools[] = {"all", "small_pool", "large_pool"};
+  for (const auto& [name, array] : arrays) {
+    for (size_t i = 0; i < 3; ++i) {
+      add_stat(std::string(name) + "." + pools[i], (*array)[i]);
+    }
+  }
+  add_stat("oversize_allocations", stats.oversize_allocations);
+  add_stat("oversize_segments", stats.oversize_segments);
+  out["num_alloc_retries"] = stats.num_alloc_retries;
+  out["num_ooms"] = stats.num_ooms;
+  out["num_device_alloc"] = stats.num_device_alloc;
+  out["num_device_free"] = stats.num_device_free;
+  out["max_split_size"] = stats.max_split_size;
+  return out;
+}
+
+// Generator access runs under the generator's mutex, as PyTorch's own does.
+template <typename Fn>
+auto with_generator(int device, Fn&& fn) {
+  at::Generator gen = default_generator(device);  // shares the default
+  std::lock_guard<std::mutex> lock(gen.mutex());
+  return fn(gen);
+}
+
+py::bytes get_rng_state(int device) {
+  return with_generator(device, [](at::Generator& gen) {
+    const at::Tensor state = gen.get_state();
+    return py::bytes(static_cast<const char*>(state.const_data_ptr()),
+                     state.numel());
+  });
+}
+
+void set_rng_state(int device, const std::string& bytes) {
+  with_generator(device, [&](at::Generator& gen) {
+    at::Tensor state = at::detail::empty_cpu(
+        {static_cast<int64_t>(bytes.size())}, at::kByte, std::nullopt,
+        std::nullopt, std::nullopt, std::nullopt);
+    std::memcpy(state.data_ptr(), bytes.data(), bytes.size());
+    gen.set_state(state);
+    return 0;
+  });
+}
+
+// Keeps the current stream busy (like torch.cuda._sleep), for tests.
+void sleep_on_stream(unsigned long microseconds) {
+  c10::impl::VirtualGuardImpl guard(c10::DeviceType::PrivateUse1);
+  const c10::Stream stream = guard.getStream(guard.getDevice());
+  TORCH_BACKEND_CHECK(active_runtime().stream_sleep(
+      guard.getStreamNativeHandle(stream), microseconds));
+}
+
 // Same Python exception types PyTorch raises for these c10 errors.
 void translate_c10_errors(std::exception_ptr error) {
   try {
@@ -99,10 +179,48 @@ PYBIND11_MODULE(_C, m) {
   m.def("_loaded_device_count", &loaded_device_count);
   m.def("_activate", &activate_loaded);
   m.def("_is_active", &has_active_runtime);
+  m.def("_is_initialized", &is_initialized);
+  m.def("_in_bad_fork", &in_bad_fork);
   m.def("device_count", [] { return torch_backend::device_count(); });
   m.def("current_device", &current_device);
   m.def("set_device", &set_device, py::arg("device"));
   m.def("synchronize", &synchronize, py::arg("device"));
   m.def("device_properties", &device_properties, py::arg("device"));
   m.def("mem_get_info", &mem_get_info, py::arg("device"));
+  m.def("memory_stats", &memory_stats, py::arg("device"));
+  m.def("reset_peak_memory_stats", [](int device) {
+    check_device_index(device);
+    device_allocator()->resetPeakStats(device);
+  });
+  m.def("reset_accumulated_memory_stats", [](int device) {
+    check_device_index(device);
+    device_allocator()->resetAccumulatedStats(device);
+  });
+  m.def("empty_cache", [] { device_allocator()->emptyCache({0, 0}); });
+  m.def("set_memory_fraction", [](double fraction, int device) {
+    set_memory_fraction(fraction, device);
+  });
+  m.def("manual_seed", [](int device, uint64_t seed) {
+    with_generator(device, [&](at::Generator& g) {
+      g.set_current_seed(seed);
+      return 0;
+    });
+  });
+  m.def("seed", [](int device) {
+    return with_generator(device, [](at::Generator& g) { return g.seed(); });
+  });
+  m.def("initial_seed", [](int device) {
+    return with_generator(device,
+                          [](at::Generator& g) { return g.current_seed(); });
+  });
+  m.def("get_rng_state", &get_rng_state, py::arg("device"));
+  m.def("set_rng_state", &set_rng_state, py::arg("device"), py::arg("state"));
+  m.def("stream_priority_range", [] {
+    int least = 0;
+    int greatest = 0;
+    TORCH_BACKEND_CHECK(
+        active_runtime().stream_priority_range(&least, &greatest));
+    return std::make_pair(least, greatest);
+  });
+  m.def("_sleep", &sleep_on_stream, py::arg("microseconds"));
 }

@@ -1,14 +1,25 @@
-// Device memory allocator over the active runtime.
+// The caching device allocator core registers for PrivateUse1.
 #pragma once
 
-#include <c10/core/Allocator.h>
+#include <c10/core/CachingDeviceAllocator.h>
+#include <c10/core/Stream.h>
 
 #include <torch_backend/Export.h>
 
 namespace torch_backend {
 
-// The allocator registered for PrivateUse1. Allocates on the current device
-// of the calling thread.
-TORCH_BACKEND_API c10::Allocator* device_allocator();
+// Allocates on the calling thread's current device and stream. Blocks freed
+// on a stream are reused by later allocations on that stream; use
+// record_stream for memory also used on other streams.
+TORCH_BACKEND_API c10::DeviceAllocator* device_allocator();
+
+// Memory from `data_ptr` will not be reused until the work currently enqueued
+// on `stream` is done. No-op for memory not from device_allocator().
+TORCH_BACKEND_API void record_stream(const c10::DataPtr& data_ptr,
+                                     const c10::Stream& stream);
+
+// Caps the memory `device`'s cache may reserve at fraction * total memory.
+TORCH_BACKEND_API void set_memory_fraction(double fraction,
+                                           c10::DeviceIndex device);
 
 }  // namespace torch_backend

@@ -21,10 +21,18 @@ namespace torch_backend {
 
 // Bumped whenever the layout of DeviceRuntime changes; core refuses a device
 // library built against a different version instead of crashing in it.
-constexpr int kDeviceRuntimeAbiVersion = 1;
+constexpr int kDeviceRuntimeAbiVersion = 2;
 
 using Status = int;
 constexpr Status kSuccess = 0;
+// Returned by the default implementation of optional methods. Reserved: a
+// runtime must not use this value for its own codes.
+constexpr Status kNotSupported = -0x7eadbeef;
+
+// Opaque runtime objects. A null StreamHandle is the current device's default
+// stream (as in CUDA and ACL).
+using StreamHandle = void*;
+using EventHandle = void*;
 
 enum class CopyKind { HostToDevice, DeviceToHost, DeviceToDevice };
 
@@ -57,12 +65,52 @@ class TORCH_BACKEND_API DeviceRuntime {
                               std::size_t* total_bytes) = 0;
 
   // --- memory --------------------------------------------------------------
-  // Allocates on the current device. bytes is never 0.
+  // Allocates on the current device. bytes is never 0. Core caches device
+  // memory, so these are called rarely; free is only called for memory no
+  // pending stream work uses.
   virtual Status malloc(void** ptr, std::size_t bytes) = 0;
   virtual Status free(void* ptr) = 0;
+  // Page-locked host memory, usable by memcpy_async without staging.
+  virtual Status host_malloc(void** ptr, std::size_t bytes) = 0;
+  virtual Status host_free(void* ptr) = 0;
+  // Synchronous copy, ordered after all work already enqueued on the current
+  // device (like cudaMemcpy on the legacy default stream).
   virtual Status memcpy(void* dst, const void* src, std::size_t bytes,
                         CopyKind kind) = 0;
+  // Enqueued on `stream` (of the current device); returns at once. The host
+  // side of the copy must stay valid until the stream reaches it.
+  virtual Status memcpy_async(void* dst, const void* src, std::size_t bytes,
+                              CopyKind kind, StreamHandle stream) = 0;
   virtual Status memset(void* dst, int value, std::size_t bytes) = 0;
+
+  // --- streams (created on the current device) -----------------------------
+  // Numerically lower priority is more urgent (CUDA convention); a runtime
+  // without priorities reports {0, 0}.
+  virtual Status stream_priority_range(int* least, int* greatest);
+  virtual Status stream_create(StreamHandle* stream, int priority) = 0;
+  virtual Status stream_destroy(StreamHandle stream) = 0;
+  // *complete = whether all work enqueued so far has finished.
+  virtual Status stream_query(StreamHandle stream, bool* complete) = 0;
+  virtual Status stream_synchronize(StreamHandle stream) = 0;
+  // Later work on `stream` waits until `event`'s recorded work completes.
+  virtual Status stream_wait_event(StreamHandle stream, EventHandle event) = 0;
+
+  // --- events --------------------------------------------------------------
+  virtual Status event_create(EventHandle* event, bool enable_timing) = 0;
+  virtual Status event_destroy(EventHandle event) = 0;
+  // Captures the work enqueued on `stream` so far. An event never recorded
+  // counts as complete, as in CUDA.
+  virtual Status event_record(EventHandle event, StreamHandle stream) = 0;
+  virtual Status event_query(EventHandle event, bool* complete) = 0;
+  virtual Status event_synchronize(EventHandle event) = 0;
+  // Milliseconds between two completed events created with timing.
+  virtual Status event_elapsed_time(float* ms, EventHandle start,
+                                    EventHandle end) = 0;
+
+  // --- optional ------------------------------------------------------------
+  // Keeps `stream` busy for about `microseconds` (torch.cuda._sleep's role):
+  // lets tests observe asynchrony. Default: kNotSupported.
+  virtual Status stream_sleep(StreamHandle stream, unsigned long microseconds);
 
   // --- errors and capabilities ----------------------------------------------
   virtual std::string error_text(Status status) = 0;
@@ -79,11 +127,12 @@ class TORCH_BACKEND_API DeviceRuntime {
 
 // Place once in the backend's device file:
 //   TORCH_BACKEND_DEFINE_DEVICE_RUNTIME(MyRuntime)
-// MyRuntime must be default-constructible; it is created on first use.
+// MyRuntime must be default-constructible; it is created on first use and
+// never destroyed: tensors may still be freed during interpreter shutdown.
 #define TORCH_BACKEND_DEFINE_DEVICE_RUNTIME(RuntimeClass)         \
   extern "C" TORCH_BACKEND_EXPORT ::torch_backend::DeviceRuntime* \
   torch_backend_device_runtime(int* abi_version) {                \
     *abi_version = ::torch_backend::kDeviceRuntimeAbiVersion;     \
-    static RuntimeClass instance;                                 \
-    return &instance;                                             \
+    static RuntimeClass* instance = new RuntimeClass();           \
+    return instance;                                              \
   }

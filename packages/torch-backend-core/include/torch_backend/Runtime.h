@@ -15,8 +15,12 @@ TORCH_BACKEND_API DeviceRuntime* load_device_library(const std::string& path);
 // like PyTorch's PrivateUse1 registration; a second call throws.
 TORCH_BACKEND_API void set_active_runtime(DeviceRuntime* runtime);
 TORCH_BACKEND_API bool has_active_runtime();
-// Throws c10::Error if no runtime is active.
+// Throws c10::Error if no runtime is active, or in a child forked after the
+// runtime was first used (its threads and contexts did not survive the fork).
+// The first call marks the runtime initialized.
 TORCH_BACKEND_API DeviceRuntime& active_runtime();
+TORCH_BACKEND_API bool is_initialized();
+TORCH_BACKEND_API bool in_bad_fork();
 
 // Throws a c10::Error (c10::OutOfMemoryError for OOM codes) carrying the
 // runtime's error text if `status` is not kSuccess.

@@ -53,7 +53,7 @@ def _register(backend: Backend) -> None:
     import torch
 
     from torch_backend import _C
-    from torch_backend._device_module import make_device_module
+    from torch_backend._module import make_device_module
 
     taken = torch._C._get_privateuse1_backend_name()
     if taken != "privateuseone":

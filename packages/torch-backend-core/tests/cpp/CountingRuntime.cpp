@@ -1,5 +1,6 @@
 #include "CountingRuntime.h"
 
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 
@@ -73,6 +74,96 @@ Status CountingRuntime::memcpy(void* dst, const void* src, std::size_t bytes,
                                CopyKind) {
   std::memcpy(dst, src, bytes);
   return kSuccess;
+}
+
+Status CountingRuntime::host_malloc(void** ptr, std::size_t bytes) {
+  *ptr = std::malloc(bytes);
+  return kSuccess;
+}
+
+Status CountingRuntime::host_free(void* ptr) {
+  std::free(ptr);
+  return kSuccess;
+}
+
+Status CountingRuntime::memcpy_async(void* dst, const void* src,
+                                     std::size_t bytes, CopyKind kind,
+                                     StreamHandle) {
+  return memcpy(dst, src, bytes, kind);
+}
+
+Status CountingRuntime::stream_create(StreamHandle* stream, int) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  *stream =
+      reinterpret_cast<StreamHandle>(static_cast<uintptr_t>(next_stream_++));
+  return kSuccess;
+}
+
+Status CountingRuntime::stream_destroy(StreamHandle) { return kSuccess; }
+
+Status CountingRuntime::stream_query(StreamHandle stream, bool* complete) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  *complete = !held_[stream];
+  return kSuccess;
+}
+
+Status CountingRuntime::stream_synchronize(StreamHandle) { return kSuccess; }
+
+Status CountingRuntime::stream_wait_event(StreamHandle, EventHandle) {
+  return kSuccess;
+}
+
+Status CountingRuntime::event_create(EventHandle* event, bool) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto* created = new FakeEvent();
+  events_.push_back(created);
+  *event = created;
+  return kSuccess;
+}
+
+Status CountingRuntime::event_destroy(EventHandle) { return kSuccess; }
+
+Status CountingRuntime::event_record(EventHandle event, StreamHandle stream) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto* e = static_cast<FakeEvent*>(event);
+  e->stream = stream;
+  e->complete = !held_[stream];
+  return kSuccess;
+}
+
+Status CountingRuntime::event_query(EventHandle event, bool* complete) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  *complete = static_cast<FakeEvent*>(event)->complete;
+  return kSuccess;
+}
+
+Status CountingRuntime::event_synchronize(EventHandle event) {
+  // Synchronizing on held work would deadlock a single-threaded test; the
+  // tests release streams before anything waits.
+  std::lock_guard<std::mutex> lock(mutex_);
+  static_cast<FakeEvent*>(event)->complete = true;
+  return kSuccess;
+}
+
+Status CountingRuntime::event_elapsed_time(float* ms, EventHandle,
+                                           EventHandle) {
+  *ms = 0;
+  return kSuccess;
+}
+
+void CountingRuntime::hold(StreamHandle stream) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  held_[stream] = true;
+}
+
+void CountingRuntime::release(StreamHandle stream) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  held_[stream] = false;
+  for (FakeEvent* e : events_) {
+    if (e->stream == stream) {
+      e->complete = true;
+    }
+  }
 }
 
 Status CountingRuntime::memset(void* dst, int value, std::size_t bytes) {

@@ -29,19 +29,46 @@ class CountingRuntime final : public DeviceRuntime {
   Status memcpy(void* dst, const void* src, std::size_t bytes,
                 CopyKind kind) override;
   Status memset(void* dst, int value, std::size_t bytes) override;
+  Status host_malloc(void** ptr, std::size_t bytes) override;
+  Status host_free(void* ptr) override;
+  Status memcpy_async(void* dst, const void* src, std::size_t bytes,
+                      CopyKind kind, StreamHandle stream) override;
+  Status stream_create(StreamHandle* stream, int priority) override;
+  Status stream_destroy(StreamHandle stream) override;
+  Status stream_query(StreamHandle stream, bool* complete) override;
+  Status stream_synchronize(StreamHandle stream) override;
+  Status stream_wait_event(StreamHandle stream, EventHandle event) override;
+  Status event_create(EventHandle* event, bool enable_timing) override;
+  Status event_destroy(EventHandle event) override;
+  Status event_record(EventHandle event, StreamHandle stream) override;
+  Status event_query(EventHandle event, bool* complete) override;
+  Status event_synchronize(EventHandle event) override;
+  Status event_elapsed_time(float* ms, EventHandle start,
+                            EventHandle end) override;
   std::string error_text(Status status) override;
   bool is_out_of_memory(Status status) override;
 
   // Test knobs and observations.
-  std::size_t capacity = 1 << 20;
+  std::size_t capacity = 64 << 20;
   int mallocs = 0;
   int frees = 0;
   std::vector<std::pair<int, std::size_t>> malloc_calls;  // (device, bytes)
   std::size_t used(int device);
+  // Work runs at once, but a held stream's events stay incomplete until the
+  // stream is released: that is how tests keep "work in flight".
+  void hold(StreamHandle stream);
+  void release(StreamHandle stream);
 
  private:
   std::mutex mutex_;
+  struct FakeEvent {
+    StreamHandle stream = nullptr;
+    bool complete = true;
+  };
   std::map<void*, std::pair<int, std::size_t>> live_;
+  std::map<StreamHandle, bool> held_;
+  std::vector<FakeEvent*> events_;
+  int next_stream_ = 1;
   std::size_t used_[kDevices] = {0, 0};
 };
 

@@ -1,0 +1,21 @@
+// Internal: c10::Stream <-> runtime streams. Stream id 0 is each device's
+// default stream; ids 1.. index a lazily created pool per device and
+// priority, like CUDA's stream pools. The current stream is per thread.
+#pragma once
+
+#include <c10/core/Stream.h>
+
+#include <torch_backend/DeviceRuntime.h>
+
+namespace torch_backend {
+
+c10::Stream default_stream(c10::DeviceIndex device);
+c10::Stream current_stream(c10::DeviceIndex device);
+void set_current_stream(const c10::Stream& stream);
+// Round-robin from the pool of the priority class `priority` falls into.
+c10::Stream stream_from_pool(c10::DeviceIndex device, int priority);
+StreamHandle native_stream(const c10::Stream& stream);
+// Current device of the calling thread, from the runtime.
+c10::DeviceIndex current_device_index();
+
+}  // namespace torch_backend

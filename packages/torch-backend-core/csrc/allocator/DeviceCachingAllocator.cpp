@@ -1,0 +1,435 @@
+#include "DeviceCachingAllocator.h"
+
+#include <algorithm>
+#include <sstream>
+
+#include <c10/core/AllocatorConfig.h>
+#include <c10/core/DeviceGuard.h>
+#include <c10/util/Exception.h>
+
+#include <torch_backend/Runtime.h>
+
+#include "../Streams.h"
+
+namespace torch_backend::allocator {
+namespace {
+
+using c10::CachingAllocator::AcceleratorAllocatorConfig;
+using c10::CachingAllocator::StatArray;
+using c10::CachingAllocator::StatType;
+using Lock = std::lock_guard<std::recursive_mutex>;
+
+// Updates the aggregate stat and the one of the block's pool.
+void update(StatArray& stat, const BlockPool& pool, int64_t delta) {
+  const auto kind = static_cast<size_t>(pool.is_small ? StatType::SMALL_POOL
+                                                      : StatType::LARGE_POOL);
+  for (size_t index : {static_cast<size_t>(StatType::AGGREGATE), kind}) {
+    if (delta >= 0) {
+      stat[index].increase(static_cast<size_t>(delta));
+    } else {
+      stat[index].decrease(static_cast<size_t>(-delta));
+    }
+  }
+}
+
+std::string format_size(size_t bytes) {
+  std::ostringstream out;
+  out.precision(2);
+  out << std::fixed;
+  if (bytes < (1 << 10)) {
+    out.precision(0);
+    out << bytes << " bytes";
+  } else if (bytes < (1 << 20)) {
+    out << bytes / 1024.0 << " KiB";
+  } else if (bytes < (size_t{1} << 30)) {
+    out << bytes / 1048576.0 << " MiB";
+  } else {
+    out << bytes / 1073741824.0 << " GiB";
+  }
+  return out.str();
+}
+
+c10::Device device_of(c10::DeviceIndex index) {
+  return {c10::DeviceType::PrivateUse1, index};
+}
+
+}  // namespace
+
+DeviceCachingAllocator::DeviceCachingAllocator(c10::DeviceIndex device)
+    : device_(device) {
+  stats_.max_split_size =
+      static_cast<int64_t>(AcceleratorAllocatorConfig::max_split_size());
+}
+
+size_t DeviceCachingAllocator::allowed_bytes() {
+  if (total_memory_ == 0) {
+    size_t free_bytes = 0;
+    c10::DeviceGuard guard(device_of(device_));
+    TORCH_BACKEND_CHECK(
+        active_runtime().mem_get_info(&free_bytes, &total_memory_));
+  }
+  return static_cast<size_t>(memory_fraction_ *
+                             static_cast<double>(total_memory_));
+}
+
+Block* DeviceCachingAllocator::malloc(size_t requested, c10::Stream stream) {
+  Lock lock(mutex_);
+  process_events(/*wait=*/false);
+  const size_t size = round_size(requested);
+  BlockPool& pool = size <= kSmallSize ? small_pool_ : large_pool_;
+  Block* block = take_free_block(pool, stream, size);
+  if (block == nullptr) {
+    const size_t segment = segment_size(size);
+    garbage_collect();
+    block = new_segment(pool, stream, segment);
+    if (block == nullptr) {
+      // Give every cached block back to the runtime and try once more.
+      release_cached_blocks();
+      stats_.num_alloc_retries += 1;
+      block = new_segment(pool, stream, segment);
+    }
+    if (block == nullptr) {
+      stats_.num_ooms += 1;
+      const bool fraction_limited =
+          memory_fraction_ < 1.0 &&
+          stats_.reserved_bytes[0].current + segment > allowed_bytes();
+      raise_out_of_memory(requested, segment, fraction_limited);
+    }
+  }
+  if (should_split(block, size)) {
+    split(block, size);
+  }
+  block->allocated = true;
+  block->requested_size = requested;
+  update(stats_.allocation, pool, 1);
+  update(stats_.allocated_bytes, pool, block->size);
+  update(stats_.active, pool, 1);
+  update(stats_.active_bytes, pool, block->size);
+  update(stats_.requested_bytes, pool, requested);
+  if (block->size >= AcceleratorAllocatorConfig::max_split_size()) {
+    stats_.oversize_allocations.increase(1);
+  }
+  return block;
+}
+
+Block* DeviceCachingAllocator::take_free_block(BlockPool& pool,
+                                               c10::Stream stream,
+                                               size_t size) {
+  Block key(device_, stream, size, &pool, nullptr);
+  auto it = pool.blocks.lower_bound(&key);
+  if (it == pool.blocks.end() || (*it)->stream != stream) {
+    return nullptr;
+  }
+  const size_t max_split = AcceleratorAllocatorConfig::max_split_size();
+  // Oversize blocks serve only large requests of nearly their size, so that
+  // they are not fragmented by small ones.
+  if ((size < max_split && (*it)->size >= max_split) ||
+      (size >= max_split && (*it)->size >= size + kLargeBuffer)) {
+    return nullptr;
+  }
+  Block* block = *it;
+  pool_erase(block);
+  return block;
+}
+
+Block* DeviceCachingAllocator::new_segment(BlockPool& pool, c10::Stream stream,
+                                           size_t size) {
+  if (stats_.reserved_bytes[0].current + size > allowed_bytes()) {
+    return nullptr;
+  }
+  DeviceRuntime& runtime = active_runtime();
+  c10::DeviceGuard guard(device_of(device_));
+  void* ptr = nullptr;
+  const Status status = runtime.malloc(&ptr, size);
+  if (status != kSuccess && runtime.is_out_of_memory(status)) {
+    return nullptr;
+  }
+  TORCH_BACKEND_CHECK(status);
+  stats_.num_device_alloc += 1;
+  update(stats_.segment, pool, 1);
+  update(stats_.reserved_bytes, pool, size);
+  if (size >= AcceleratorAllocatorConfig::max_split_size()) {
+    stats_.oversize_segments.increase(1);
+  }
+  return new Block(device_, stream, size, &pool, ptr);
+}
+
+bool DeviceCachingAllocator::should_split(const Block* block,
+                                          size_t size) const {
+  const size_t remaining = block->size - size;
+  if (block->pool->is_small) {
+    return remaining >= kMinBlockSize;
+  }
+  return size < AcceleratorAllocatorConfig::max_split_size() &&
+         remaining > kSmallSize;
+}
+
+void DeviceCachingAllocator::split(Block* block, size_t size) {
+  auto* rest = new Block(device_, block->stream, block->size - size,
+                         block->pool, static_cast<char*>(block->ptr) + size);
+  rest->prev = block;
+  rest->next = block->next;
+  if (rest->next != nullptr) {
+    rest->next->prev = rest;
+  }
+  block->next = rest;
+  block->size = size;
+  pool_insert(rest);
+}
+
+void DeviceCachingAllocator::free(Block* block) {
+  Lock lock(mutex_);
+  block->allocated = false;
+  const BlockPool& pool = *block->pool;
+  update(stats_.allocation, pool, -1);
+  update(stats_.allocated_bytes, pool, -static_cast<int64_t>(block->size));
+  update(stats_.requested_bytes, pool,
+         -static_cast<int64_t>(block->requested_size));
+  if (block->size >= AcceleratorAllocatorConfig::max_split_size()) {
+    stats_.oversize_allocations.decrease(1);
+  }
+  if (!block->stream_uses.empty()) {
+    record_events(block);  // reusable once the other streams are done
+  } else {
+    free_block(block);
+  }
+}
+
+void DeviceCachingAllocator::record_stream(Block* block, c10::Stream stream) {
+  Lock lock(mutex_);
+  if (stream != block->stream) {
+    block->stream_uses.insert(stream);
+  }
+}
+
+void DeviceCachingAllocator::free_block(Block* block) {
+  update(stats_.active, *block->pool, -1);
+  update(stats_.active_bytes, *block->pool, -static_cast<int64_t>(block->size));
+  merge_into(block, block->prev);
+  merge_into(block, block->next);
+  pool_insert(block);
+}
+
+void DeviceCachingAllocator::merge_into(Block* dst, Block* src) {
+  if (src == nullptr || src->allocated || src->event_count > 0 ||
+      !src->stream_uses.empty()) {
+    return;
+  }
+  pool_erase(src);
+  if (dst->prev == src) {
+    dst->ptr = src->ptr;
+    dst->prev = src->prev;
+    if (dst->prev != nullptr) {
+      dst->prev->next = dst;
+    }
+  } else {
+    dst->next = src->next;
+    if (dst->next != nullptr) {
+      dst->next->prev = dst;
+    }
+  }
+  dst->size += src->size;
+  delete src;
+}
+
+void DeviceCachingAllocator::pool_insert(Block* block) {
+  block->gc_age = 0;
+  block->pool->blocks.insert(block);
+  if (block->is_split()) {
+    update(stats_.inactive_split, *block->pool, 1);
+    update(stats_.inactive_split_bytes, *block->pool, block->size);
+  }
+}
+
+void DeviceCachingAllocator::pool_erase(Block* block) {
+  block->pool->blocks.erase(block);
+  if (block->is_split()) {
+    update(stats_.inactive_split, *block->pool, -1);
+    update(stats_.inactive_split_bytes, *block->pool,
+           -static_cast<int64_t>(block->size));
+  }
+}
+
+void DeviceCachingAllocator::record_events(Block* block) {
+  DeviceRuntime& runtime = active_runtime();
+  c10::DeviceGuard guard(device_of(device_));
+  for (const c10::Stream& stream : block->stream_uses) {
+    EventHandle event = nullptr;
+    if (spare_events_.empty()) {
+      TORCH_BACKEND_CHECK(runtime.event_create(&event, false));
+    } else {
+      event = spare_events_.back();
+      spare_events_.pop_back();
+    }
+    TORCH_BACKEND_CHECK(runtime.event_record(event, native_stream(stream)));
+    block->event_count += 1;
+    pending_events_.emplace_back(event, block);
+  }
+  block->stream_uses.clear();
+}
+
+void DeviceCachingAllocator::process_events(bool wait) {
+  DeviceRuntime& runtime = active_runtime();
+  for (auto it = pending_events_.begin(); it != pending_events_.end();) {
+    auto [event, block] = *it;
+    if (wait) {
+      TORCH_BACKEND_CHECK(runtime.event_synchronize(event));
+    } else {
+      bool complete = false;
+      TORCH_BACKEND_CHECK(runtime.event_query(event, &complete));
+      if (!complete) {
+        ++it;
+        continue;
+      }
+    }
+    spare_events_.push_back(event);
+    it = pending_events_.erase(it);
+    if (--block->event_count == 0) {
+      free_block(block);
+    }
+  }
+}
+
+void DeviceCachingAllocator::release_segment(Block* block) {
+  pool_erase(block);
+  update(stats_.segment, *block->pool, -1);
+  update(stats_.reserved_bytes, *block->pool,
+         -static_cast<int64_t>(block->size));
+  if (block->size >= AcceleratorAllocatorConfig::max_split_size()) {
+    stats_.oversize_segments.decrease(1);
+  }
+  stats_.num_device_free += 1;
+  TORCH_BACKEND_CHECK(active_runtime().free(block->ptr));
+  delete block;
+}
+
+void DeviceCachingAllocator::release_cached_blocks() {
+  process_events(/*wait=*/true);
+  c10::DeviceGuard guard(device_of(device_));
+  // Like cudaFree: no enqueued work may still use memory handed back.
+  TORCH_BACKEND_CHECK(active_runtime().synchronize_device());
+  for (BlockPool* pool : {&small_pool_, &large_pool_}) {
+    std::vector<Block*> whole;
+    for (Block* block : pool->blocks) {
+      if (!block->is_split()) {
+        whole.push_back(block);
+      }
+    }
+    for (Block* block : whole) {
+      release_segment(block);
+    }
+  }
+}
+
+void DeviceCachingAllocator::garbage_collect() {
+  const double threshold =
+      AcceleratorAllocatorConfig::garbage_collection_threshold();
+  if (threshold <= 0.0) {
+    return;
+  }
+  const auto limit =
+      static_cast<int64_t>(threshold * static_cast<double>(allowed_bytes()));
+  if (stats_.reserved_bytes[0].current <= limit) {
+    return;
+  }
+  // Release whole free segments, those cached longest first.
+  std::vector<Block*> candidates;
+  for (Block* block : large_pool_.blocks) {
+    block->gc_age += 1;
+    if (!block->is_split()) {
+      candidates.push_back(block);
+    }
+  }
+  std::sort(candidates.begin(), candidates.end(),
+            [](Block* a, Block* b) { return a->gc_age > b->gc_age; });
+  c10::DeviceGuard guard(device_of(device_));
+  TORCH_BACKEND_CHECK(active_runtime().synchronize_device());
+  for (Block* block : candidates) {
+    if (stats_.reserved_bytes[0].current <= limit) {
+      break;
+    }
+    release_segment(block);
+  }
+}
+
+void DeviceCachingAllocator::empty_cache() {
+  Lock lock(mutex_);
+  release_cached_blocks();
+}
+
+void DeviceCachingAllocator::set_memory_fraction(double fraction) {
+  TORCH_CHECK_VALUE(fraction >= 0.0 && fraction <= 1.0,
+                    "invalid fraction: ", fraction,
+                    ". Please set within [0, 1].");
+  Lock lock(mutex_);
+  memory_fraction_ = fraction;
+}
+
+DeviceStats DeviceCachingAllocator::stats() {
+  Lock lock(mutex_);
+  return stats_;
+}
+
+void DeviceCachingAllocator::reset_peak_stats() {
+  Lock lock(mutex_);
+  for (StatArray* array :
+       {&stats_.allocation, &stats_.segment, &stats_.active,
+        &stats_.inactive_split, &stats_.allocated_bytes, &stats_.reserved_bytes,
+        &stats_.active_bytes, &stats_.inactive_split_bytes,
+        &stats_.requested_bytes}) {
+    for (auto& stat : *array) {
+      stat.reset_peak();
+    }
+  }
+  stats_.oversize_allocations.reset_peak();
+  stats_.oversize_segments.reset_peak();
+}
+
+void DeviceCachingAllocator::reset_accumulated_stats() {
+  Lock lock(mutex_);
+  for (StatArray* array :
+       {&stats_.allocation, &stats_.segment, &stats_.active,
+        &stats_.inactive_split, &stats_.allocated_bytes, &stats_.reserved_bytes,
+        &stats_.active_bytes, &stats_.inactive_split_bytes,
+        &stats_.requested_bytes}) {
+    for (auto& stat : *array) {
+      stat.reset_accumulated();
+    }
+  }
+  stats_.oversize_allocations.reset_accumulated();
+  stats_.oversize_segments.reset_accumulated();
+  stats_.num_alloc_retries = 0;
+  stats_.num_ooms = 0;
+  stats_.num_device_alloc = 0;
+  stats_.num_device_free = 0;
+}
+
+void DeviceCachingAllocator::raise_out_of_memory(size_t size, size_t segment,
+                                                 bool fraction_limited) {
+  size_t free_bytes = 0;
+  size_t total_bytes = 0;
+  {
+    c10::DeviceGuard guard(device_of(device_));
+    (void)active_runtime().mem_get_info(&free_bytes, &total_bytes);
+  }
+  const auto allocated = static_cast<size_t>(stats_.allocated_bytes[0].current);
+  const auto reserved = static_cast<size_t>(stats_.reserved_bytes[0].current);
+  std::string limit;
+  if (fraction_limited) {
+    limit = " The memory fraction " + std::to_string(memory_fraction_) +
+            " allows " + format_size(allowed_bytes()) + " and " +
+            format_size(reserved + segment) + " would be reserved.";
+  }
+  TORCH_CHECK_WITH(OutOfMemoryError, false, device_of(device_),
+                   " out of memory. Tried to allocate ", format_size(size),
+                   ". Device has a total capacity of ",
+                   format_size(total_bytes), " of which ",
+                   format_size(free_bytes),
+                   " is free. Of the allocated "
+                   "memory ",
+                   format_size(allocated), " is allocated by PyTorch, and ",
+                   format_size(reserved - std::min(reserved, allocated)),
+                   " is reserved by PyTorch but unallocated.", limit);
+}
+
+}  // namespace torch_backend::allocator

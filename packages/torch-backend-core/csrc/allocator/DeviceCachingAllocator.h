@@ -1,0 +1,65 @@
+// Internal: the caching allocator of one device.
+#pragma once
+
+#include <deque>
+#include <mutex>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include <c10/core/CachingDeviceAllocator.h>
+
+#include <torch_backend/DeviceRuntime.h>
+
+#include "Block.h"
+
+namespace torch_backend::allocator {
+
+using c10::CachingDeviceAllocator::DeviceStats;
+
+class DeviceCachingAllocator {
+ public:
+  explicit DeviceCachingAllocator(c10::DeviceIndex device);
+
+  // Throws c10::OutOfMemoryError after freeing the cache and retrying.
+  Block* malloc(size_t size, c10::Stream stream);
+  void free(Block* block);
+  void record_stream(Block* block, c10::Stream stream);
+  // Returns every fully free segment to the runtime.
+  void empty_cache();
+  void set_memory_fraction(double fraction);
+
+  DeviceStats stats();
+  void reset_peak_stats();
+  void reset_accumulated_stats();
+
+ private:
+  size_t allowed_bytes();
+  Block* take_free_block(BlockPool& pool, c10::Stream stream, size_t size);
+  Block* new_segment(BlockPool& pool, c10::Stream stream, size_t size);
+  bool should_split(const Block* block, size_t size) const;
+  void split(Block* block, size_t size);
+  void free_block(Block* block);
+  void merge_into(Block* dst, Block* src);
+  void pool_insert(Block* block);
+  void pool_erase(Block* block);
+  void record_events(Block* block);
+  void process_events(bool wait);
+  void release_cached_blocks();
+  void release_segment(Block* block);
+  void garbage_collect();
+  [[noreturn]] void raise_out_of_memory(size_t size, size_t segment,
+                                        bool fraction_limited);
+
+  const c10::DeviceIndex device_;
+  std::recursive_mutex mutex_;
+  BlockPool small_pool_{true};
+  BlockPool large_pool_{false};
+  DeviceStats stats_;
+  double memory_fraction_ = 1.0;
+  size_t total_memory_ = 0;
+  std::deque<std::pair<EventHandle, Block*>> pending_events_;
+  std::vector<EventHandle> spare_events_;
+};
+
+}  // namespace torch_backend::allocator

@@ -1,0 +1,22 @@
+"""The ``torch.<device>`` module core generates for whichever backend is active.
+
+Names and semantics follow ``torch.cuda`` where they make sense. One backend is
+active per process, so the functions here read the device name from PyTorch.
+"""
+
+from __future__ import annotations
+
+import types
+
+from torch_backend._module import _devices, _memory, _random, _streams
+
+_SUBMODULES = (_devices, _memory, _random, _streams)
+
+
+def make_device_module(device_name: str) -> types.ModuleType:
+    """Build the module registered as ``torch.<device_name>``."""
+    module = types.ModuleType(f"torch.{device_name}", f"PyTorch device module for '{device_name}' (torch-backend).")
+    for source in _SUBMODULES:
+        for name in source.__all__:
+            setattr(module, name, getattr(source, name))
+    return module
