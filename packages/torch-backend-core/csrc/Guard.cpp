@@ -20,20 +20,12 @@ using c10::Stream;
 // Runs `fn` with `device` current, restoring the caller's device.
 template <typename Fn>
 auto on_device(DeviceIndex device, Fn&& fn) {
-  int previous = 0;
-  TORCH_BACKEND_CHECK(active_runtime().get_device(&previous));
-  if (previous != device) {
-    TORCH_BACKEND_CHECK(active_runtime().set_device(device));
-  }
+  const int previous = current_device();
+  set_current_device(device);
   struct Restore {
     int device;
-    bool changed;
-    ~Restore() {
-      if (changed) {
-        (void)active_runtime().set_device(device);
-      }
-    }
-  } restore{previous, previous != device};
+    ~Restore() { set_current_device_unchecked(device); }
+  } restore{previous};
   return fn();
 }
 
@@ -55,12 +47,11 @@ class DeviceGuardImpl final : public c10::impl::DeviceGuardImplInterface {
 
   void setDevice(Device device) const override {
     TORCH_INTERNAL_ASSERT(device.type() == DeviceType::PrivateUse1);
-    check_device_index(device.index());
-    TORCH_BACKEND_CHECK(active_runtime().set_device(device.index()));
+    set_current_device(device.index());
   }
 
   void uncheckedSetDevice(Device device) const noexcept override {
-    (void)active_runtime().set_device(device.index());
+    set_current_device_unchecked(device.index());
   }
 
   DeviceIndex deviceCount() const noexcept override {

@@ -28,8 +28,7 @@ class Hooks final : public at::PrivateUse1HooksInterface {
   }
 
   void setCurrentDevice(DeviceIndex device) const override {
-    check_device_index(device);
-    TORCH_BACKEND_CHECK(active_runtime().set_device(device));
+    set_current_device(device);
   }
 
   DeviceIndex exchangeDevice(DeviceIndex device) const override {

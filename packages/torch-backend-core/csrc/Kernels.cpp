@@ -224,6 +224,10 @@ Tensor copy_from_and_resize(const Tensor& src, const Tensor& dst) {
   return copy_from(src, dst, false);
 }
 
+void record_tensor_stream(Tensor& self, c10::Stream stream) {
+  record_stream(self.storage().data_ptr(), stream);
+}
+
 c10::Scalar local_scalar_dense(const Tensor& self) {
   return at::_local_scalar_dense(self.cpu());
 }
@@ -263,6 +267,7 @@ void register_minimal_kernels() {
   lib->impl("_copy_from", TORCH_FN(copy_from));
   lib->impl("_copy_from_and_resize", TORCH_FN(copy_from_and_resize));
   lib->impl("_local_scalar_dense", TORCH_FN(local_scalar_dense));
+  lib->impl("record_stream", TORCH_FN(record_tensor_stream));
 }
 
 }  // namespace torch_backend

@@ -123,6 +123,41 @@ int device_count() {
   return count;
 }
 
+namespace {
+thread_local int t_current_device = -1;  // -1: ask the runtime
+}  // namespace
+
+int current_device() {
+  if (t_current_device < 0) {
+    int device = 0;
+    TORCH_BACKEND_CHECK(active_runtime().get_device(&device));
+    t_current_device = device;
+  }
+  return t_current_device;
+}
+
+void set_current_device(int device) {
+  check_device_index(device);
+  if (device == t_current_device) {
+    return;
+  }
+  TORCH_BACKEND_CHECK(active_runtime().set_device(device));
+  t_current_device = device;
+}
+
+void set_current_device_unchecked(int device) noexcept {
+  if (device == t_current_device) {
+    return;
+  }
+  try {
+    if (active_runtime().set_device(device) == kSuccess) {
+      t_current_device = device;
+    }
+  } catch (...) {
+    // noexcept by contract (c10's uncheckedSetDevice); nothing changed.
+  }
+}
+
 void check_device_index(int device) {
   const int count = device_count();
   TORCH_CHECK(device >= 0 && device < count, "invalid device index ", device,

@@ -56,9 +56,7 @@ void create_pool(c10::DeviceIndex device, int klass) {
 }  // namespace
 
 c10::DeviceIndex current_device_index() {
-  int device = 0;
-  TORCH_BACKEND_CHECK(active_runtime().get_device(&device));
-  return static_cast<c10::DeviceIndex>(device);
+  return static_cast<c10::DeviceIndex>(current_device());
 }
 
 c10::Stream default_stream(c10::DeviceIndex device) {

@@ -15,6 +15,7 @@
 #include <cstring>
 #include <deque>
 #include <functional>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -129,6 +130,14 @@ struct Event {
   std::uint64_t completed = 0;
   Clock::time_point when;
 };
+
+// Streams may still wait on or complete an event after its handle was
+// destroyed (allowed in CUDA too), so queued work shares ownership of it.
+using EventRef = std::shared_ptr<Event>;
+
+Event& event_of(EventHandle handle) { return **static_cast<EventRef*>(handle); }
+
+EventRef share(EventHandle handle) { return *static_cast<EventRef*>(handle); }
 
 class FakeRuntime final : public torch_backend::DeviceRuntime {
  public:
@@ -289,7 +298,7 @@ class FakeRuntime final : public torch_backend::DeviceRuntime {
   }
 
   Status stream_wait_event(StreamHandle stream, EventHandle event) override {
-    auto* e = static_cast<Event*>(event);
+    EventRef e = share(event);
     std::uint64_t generation = 0;
     {
       std::lock_guard<std::mutex> lock(e->mutex);
@@ -309,24 +318,17 @@ class FakeRuntime final : public torch_backend::DeviceRuntime {
 
   // --- events ----------------------------------------------------------------
   Status event_create(EventHandle* event, bool enable_timing) override {
-    *event = new Event(enable_timing);
+    *event = new EventRef(std::make_shared<Event>(enable_timing));
     return kSuccess;
   }
 
   Status event_destroy(EventHandle event) override {
-    auto* e = static_cast<Event*>(event);
-    std::uint64_t generation = 0;
-    {
-      std::lock_guard<std::mutex> lock(e->mutex);
-      generation = e->recorded;
-    }
-    e->wait_for(generation);  // a pending stream task still refers to it
-    delete e;
+    delete static_cast<EventRef*>(event);  // queued work keeps its own share
     return kSuccess;
   }
 
   Status event_record(EventHandle event, StreamHandle stream) override {
-    auto* e = static_cast<Event*>(event);
+    EventRef e = share(event);
     std::uint64_t generation = 0;
     {
       std::lock_guard<std::mutex> lock(e->mutex);
@@ -337,27 +339,27 @@ class FakeRuntime final : public torch_backend::DeviceRuntime {
   }
 
   Status event_query(EventHandle event, bool* complete) override {
-    auto* e = static_cast<Event*>(event);
-    std::lock_guard<std::mutex> lock(e->mutex);
-    *complete = e->completed >= e->recorded;
+    Event& e = event_of(event);
+    std::lock_guard<std::mutex> lock(e.mutex);
+    *complete = e.completed >= e.recorded;
     return kSuccess;
   }
 
   Status event_synchronize(EventHandle event) override {
-    auto* e = static_cast<Event*>(event);
+    Event& e = event_of(event);
     std::uint64_t generation = 0;
     {
-      std::lock_guard<std::mutex> lock(e->mutex);
-      generation = e->recorded;
+      std::lock_guard<std::mutex> lock(e.mutex);
+      generation = e.recorded;
     }
-    e->wait_for(generation);
+    e.wait_for(generation);
     return kSuccess;
   }
 
   Status event_elapsed_time(float* ms, EventHandle start,
                             EventHandle end) override {
-    auto* a = static_cast<Event*>(start);
-    auto* b = static_cast<Event*>(end);
+    Event* a = &event_of(start);
+    Event* b = &event_of(end);
     if (!a->timing || !b->timing) {
       return kNoTiming;
     }

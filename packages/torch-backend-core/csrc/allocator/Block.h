@@ -3,6 +3,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory_resource>
 #include <set>
 #include <unordered_set>
 
@@ -28,6 +29,7 @@ struct Block {
   BlockPool* pool;
   void* ptr;
   bool allocated = false;
+  bool binned = false;  // free, in the allocator's exact-size fast-path bins
   Block* prev = nullptr;
   Block* next = nullptr;
   int event_count = 0;  // pending record_stream events
@@ -51,8 +53,9 @@ struct BlockOrder {
 };
 
 struct BlockPool {
-  explicit BlockPool(bool small) : is_small(small) {}
-  std::set<Block*, BlockOrder> blocks;
+  BlockPool(bool small, std::pmr::memory_resource* nodes)
+      : blocks(nodes), is_small(small) {}
+  std::pmr::set<Block*, BlockOrder> blocks;
   const bool is_small;
 };
 

@@ -19,19 +19,28 @@ namespace {
 using allocator::Block;
 using allocator::DeviceCachingAllocator;
 
-DeviceCachingAllocator& for_device(c10::DeviceIndex device) {
-  static std::once_flag once;
+using Allocators = std::vector<std::unique_ptr<DeviceCachingAllocator>>;
+
+Allocators& all_devices() {
   // Leaked: memory may be freed during interpreter shutdown.
-  static std::vector<std::unique_ptr<DeviceCachingAllocator>>* all = nullptr;
-  std::call_once(once, [] {
-    all = new std::vector<std::unique_ptr<DeviceCachingAllocator>>();
+  static auto* all = [] {
+    auto* created = new Allocators();
     for (int d = 0; d < device_count(); ++d) {
-      all->push_back(std::make_unique<DeviceCachingAllocator>(
+      created->push_back(std::make_unique<DeviceCachingAllocator>(
           static_cast<c10::DeviceIndex>(d)));
     }
-  });
-  check_device_index(device);
-  return *(*all)[device];
+    return created;
+  }();
+  return *all;
+}
+
+DeviceCachingAllocator& for_device(c10::DeviceIndex device) {
+  Allocators& all = all_devices();
+  TORCH_CHECK(device >= 0 && static_cast<size_t>(device) < all.size(),
+              "invalid device index ", device, " for '",
+              c10::get_privateuse1_backend(), "': ", all.size(),
+              " device(s) available");
+  return *all[device];
 }
 
 void delete_block(void* ctx) noexcept {

@@ -17,7 +17,7 @@ namespace {
 using c10::CachingAllocator::AcceleratorAllocatorConfig;
 using c10::CachingAllocator::StatArray;
 using c10::CachingAllocator::StatType;
-using Lock = std::lock_guard<std::recursive_mutex>;
+using Lock = std::lock_guard<std::mutex>;
 
 // Updates the aggregate stat and the one of the block's pool.
 void update(StatArray& stat, const BlockPool& pool, int64_t delta) {
@@ -56,9 +56,24 @@ c10::Device device_of(c10::DeviceIndex index) {
 }  // namespace
 
 DeviceCachingAllocator::DeviceCachingAllocator(c10::DeviceIndex device)
-    : device_(device) {
-  stats_.max_split_size =
-      static_cast<int64_t>(AcceleratorAllocatorConfig::max_split_size());
+    : device_(device),
+      max_split_size_(AcceleratorAllocatorConfig::max_split_size()) {
+  stats_.max_split_size = static_cast<int64_t>(max_split_size_);
+}
+
+Block* DeviceCachingAllocator::make_block(c10::Stream stream, size_t size,
+                                          BlockPool* pool, void* ptr) {
+  if (spare_blocks_.empty()) {
+    return new Block(device_, stream, size, pool, ptr);
+  }
+  Block* block = spare_blocks_.back();
+  spare_blocks_.pop_back();
+  *block = Block(device_, stream, size, pool, ptr);
+  return block;
+}
+
+void DeviceCachingAllocator::recycle(Block* block) {
+  spare_blocks_.push_back(block);
 }
 
 size_t DeviceCachingAllocator::allowed_bytes() {
@@ -77,7 +92,14 @@ Block* DeviceCachingAllocator::malloc(size_t requested, c10::Stream stream) {
   process_events(/*wait=*/false);
   const size_t size = round_size(requested);
   BlockPool& pool = size <= kSmallSize ? small_pool_ : large_pool_;
-  Block* block = take_free_block(pool, stream, size);
+  Block* block = take_binned(stream, size);
+  if (block == nullptr) {
+    block = take_free_block(pool, stream, size);
+  }
+  if (block == nullptr && binned_ > 0) {
+    flush_bins();  // merged, the binned blocks may fit
+    block = take_free_block(pool, stream, size);
+  }
   if (block == nullptr) {
     const size_t segment = segment_size(size);
     garbage_collect();
@@ -106,7 +128,7 @@ Block* DeviceCachingAllocator::malloc(size_t requested, c10::Stream stream) {
   update(stats_.active, pool, 1);
   update(stats_.active_bytes, pool, block->size);
   update(stats_.requested_bytes, pool, requested);
-  if (block->size >= AcceleratorAllocatorConfig::max_split_size()) {
+  if (block->size >= max_split_size_) {
     stats_.oversize_allocations.increase(1);
   }
   return block;
@@ -120,7 +142,7 @@ Block* DeviceCachingAllocator::take_free_block(BlockPool& pool,
   if (it == pool.blocks.end() || (*it)->stream != stream) {
     return nullptr;
   }
-  const size_t max_split = AcceleratorAllocatorConfig::max_split_size();
+  const size_t max_split = max_split_size_;
   // Oversize blocks serve only large requests of nearly their size, so that
   // they are not fragmented by small ones.
   if ((size < max_split && (*it)->size >= max_split) ||
@@ -148,10 +170,10 @@ Block* DeviceCachingAllocator::new_segment(BlockPool& pool, c10::Stream stream,
   stats_.num_device_alloc += 1;
   update(stats_.segment, pool, 1);
   update(stats_.reserved_bytes, pool, size);
-  if (size >= AcceleratorAllocatorConfig::max_split_size()) {
+  if (size >= max_split_size_) {
     stats_.oversize_segments.increase(1);
   }
-  return new Block(device_, stream, size, &pool, ptr);
+  return make_block(stream, size, &pool, ptr);
 }
 
 bool DeviceCachingAllocator::should_split(const Block* block,
@@ -160,13 +182,12 @@ bool DeviceCachingAllocator::should_split(const Block* block,
   if (block->pool->is_small) {
     return remaining >= kMinBlockSize;
   }
-  return size < AcceleratorAllocatorConfig::max_split_size() &&
-         remaining > kSmallSize;
+  return size < max_split_size_ && remaining > kSmallSize;
 }
 
 void DeviceCachingAllocator::split(Block* block, size_t size) {
-  auto* rest = new Block(device_, block->stream, block->size - size,
-                         block->pool, static_cast<char*>(block->ptr) + size);
+  Block* rest = make_block(block->stream, block->size - size, block->pool,
+                           static_cast<char*>(block->ptr) + size);
   rest->prev = block;
   rest->next = block->next;
   if (rest->next != nullptr) {
@@ -185,14 +206,76 @@ void DeviceCachingAllocator::free(Block* block) {
   update(stats_.allocated_bytes, pool, -static_cast<int64_t>(block->size));
   update(stats_.requested_bytes, pool,
          -static_cast<int64_t>(block->requested_size));
-  if (block->size >= AcceleratorAllocatorConfig::max_split_size()) {
+  if (block->size >= max_split_size_) {
     stats_.oversize_allocations.decrease(1);
   }
   if (!block->stream_uses.empty()) {
     record_events(block);  // reusable once the other streams are done
-  } else {
+  } else if (!bin(block)) {
     free_block(block);
   }
+}
+
+Block* DeviceCachingAllocator::take_binned(c10::Stream stream, size_t size) {
+  if (size > kBinnedMax) {
+    return nullptr;
+  }
+  std::vector<Block*>& slot = bins_[size / kMinBlockSize];
+  if (slot.empty() || slot.back()->stream != stream) {
+    return nullptr;
+  }
+  Block* block = slot.back();
+  slot.pop_back();
+  binned_ -= 1;
+  block->binned = false;
+  if (block->is_split()) {
+    update(stats_.inactive_split, *block->pool, -1);
+    update(stats_.inactive_split_bytes, *block->pool,
+           -static_cast<int64_t>(block->size));
+  }
+  update(stats_.active, *block->pool, 1);
+  update(stats_.active_bytes, *block->pool, block->size);
+  return block;
+}
+
+bool DeviceCachingAllocator::bin(Block* block) {
+  if (block->size > kBinnedMax || !block->pool->is_small) {
+    return false;
+  }
+  std::vector<Block*>& slot = bins_[block->size / kMinBlockSize];
+  if (slot.size() >= kBinDepth) {
+    return false;
+  }
+  slot.push_back(block);
+  block->binned = true;
+  binned_ += 1;
+  // A binned block is free as far as statistics go, exactly as in a pool.
+  update(stats_.active, *block->pool, -1);
+  update(stats_.active_bytes, *block->pool, -static_cast<int64_t>(block->size));
+  if (block->is_split()) {
+    update(stats_.inactive_split, *block->pool, 1);
+    update(stats_.inactive_split_bytes, *block->pool, block->size);
+  }
+  return true;
+}
+
+void DeviceCachingAllocator::flush_bins() {
+  for (std::vector<Block*>& slot : bins_) {
+    for (Block* block : slot) {
+      block->binned = false;
+      // Undo the binned accounting; free_block redoes it through the pool.
+      if (block->is_split()) {
+        update(stats_.inactive_split, *block->pool, -1);
+        update(stats_.inactive_split_bytes, *block->pool,
+               -static_cast<int64_t>(block->size));
+      }
+      update(stats_.active, *block->pool, 1);
+      update(stats_.active_bytes, *block->pool, block->size);
+      free_block(block);
+    }
+    slot.clear();
+  }
+  binned_ = 0;
 }
 
 void DeviceCachingAllocator::record_stream(Block* block, c10::Stream stream) {
@@ -211,7 +294,7 @@ void DeviceCachingAllocator::free_block(Block* block) {
 }
 
 void DeviceCachingAllocator::merge_into(Block* dst, Block* src) {
-  if (src == nullptr || src->allocated || src->event_count > 0 ||
+  if (src == nullptr || src->allocated || src->binned || src->event_count > 0 ||
       !src->stream_uses.empty()) {
     return;
   }
@@ -229,7 +312,7 @@ void DeviceCachingAllocator::merge_into(Block* dst, Block* src) {
     }
   }
   dst->size += src->size;
-  delete src;
+  recycle(src);
 }
 
 void DeviceCachingAllocator::pool_insert(Block* block) {
@@ -295,16 +378,17 @@ void DeviceCachingAllocator::release_segment(Block* block) {
   update(stats_.segment, *block->pool, -1);
   update(stats_.reserved_bytes, *block->pool,
          -static_cast<int64_t>(block->size));
-  if (block->size >= AcceleratorAllocatorConfig::max_split_size()) {
+  if (block->size >= max_split_size_) {
     stats_.oversize_segments.decrease(1);
   }
   stats_.num_device_free += 1;
   TORCH_BACKEND_CHECK(active_runtime().free(block->ptr));
-  delete block;
+  recycle(block);
 }
 
 void DeviceCachingAllocator::release_cached_blocks() {
   process_events(/*wait=*/true);
+  flush_bins();
   c10::DeviceGuard guard(device_of(device_));
   // Like cudaFree: no enqueued work may still use memory handed back.
   TORCH_BACKEND_CHECK(active_runtime().synchronize_device());
@@ -333,6 +417,7 @@ void DeviceCachingAllocator::garbage_collect() {
     return;
   }
   // Release whole free segments, those cached longest first.
+  flush_bins();
   std::vector<Block*> candidates;
   for (Block* block : large_pool_.blocks) {
     block->gc_age += 1;

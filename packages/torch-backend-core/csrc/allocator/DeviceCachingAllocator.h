@@ -1,7 +1,9 @@
 // Internal: the caching allocator of one device.
 #pragma once
 
+#include <array>
 #include <deque>
+#include <memory_resource>
 #include <mutex>
 #include <unordered_map>
 #include <utility>
@@ -35,11 +37,17 @@ class DeviceCachingAllocator {
 
  private:
   size_t allowed_bytes();
+  Block* make_block(c10::Stream stream, size_t size, BlockPool* pool,
+                    void* ptr);
+  void recycle(Block* block);
   Block* take_free_block(BlockPool& pool, c10::Stream stream, size_t size);
   Block* new_segment(BlockPool& pool, c10::Stream stream, size_t size);
   bool should_split(const Block* block, size_t size) const;
   void split(Block* block, size_t size);
   void free_block(Block* block);
+  Block* take_binned(c10::Stream stream, size_t size);
+  bool bin(Block* block);
+  void flush_bins();
   void merge_into(Block* dst, Block* src);
   void pool_insert(Block* block);
   void pool_erase(Block* block);
@@ -52,9 +60,21 @@ class DeviceCachingAllocator {
                                         bool fraction_limited);
 
   const c10::DeviceIndex device_;
-  std::recursive_mutex mutex_;
-  BlockPool small_pool_{true};
-  BlockPool large_pool_{false};
+  const size_t max_split_size_;  // PYTORCH_ALLOC_CONF, read once
+  std::mutex mutex_;
+  // Tree nodes of the free-block sets come from a pool, not from malloc: the
+  // hot path inserts and erases one per allocation.
+  std::pmr::unsynchronized_pool_resource node_memory_;
+  BlockPool small_pool_{true, &node_memory_};
+  BlockPool large_pool_{false, &node_memory_};
+  std::vector<Block*> spare_blocks_;  // recycled Block objects
+  // Fast path for the commonest pattern, a small tensor freed and allocated
+  // again at once: freed small blocks wait here, unmerged, for a request of
+  // their exact size on their stream. Any miss flushes them into the pools.
+  static constexpr size_t kBinnedMax = 64 << 10;
+  static constexpr size_t kBinDepth = 64;
+  std::array<std::vector<Block*>, kBinnedMax / kMinBlockSize + 1> bins_;
+  size_t binned_ = 0;
   DeviceStats stats_;
   double memory_fraction_ = 1.0;
   size_t total_memory_ = 0;

@@ -43,17 +43,6 @@ void activate_loaded() {
   activate(g_loaded);
 }
 
-int current_device() {
-  int device = 0;
-  TORCH_BACKEND_CHECK(active_runtime().get_device(&device));
-  return device;
-}
-
-void set_device(int device) {
-  check_device_index(device);
-  TORCH_BACKEND_CHECK(active_runtime().set_device(device));
-}
-
 void synchronize(int device) {
   c10::DeviceGuard guard(
       {c10::DeviceType::PrivateUse1, static_cast<c10::DeviceIndex>(device)});
@@ -182,8 +171,8 @@ PYBIND11_MODULE(_C, m) {
   m.def("_is_initialized", &is_initialized);
   m.def("_in_bad_fork", &in_bad_fork);
   m.def("device_count", [] { return torch_backend::device_count(); });
-  m.def("current_device", &current_device);
-  m.def("set_device", &set_device, py::arg("device"));
+  m.def("current_device", [] { return torch_backend::current_device(); });
+  m.def("set_device", &set_current_device, py::arg("device"));
   m.def("synchronize", &synchronize, py::arg("device"));
   m.def("device_properties", &device_properties, py::arg("device"));
   m.def("mem_get_info", &mem_get_info, py::arg("device"));

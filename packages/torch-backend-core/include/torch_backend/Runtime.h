@@ -29,6 +29,14 @@ TORCH_BACKEND_API void check_status(Status status, const char* call);
 // Device count, cached after the first successful query (devices do not come
 // and go within a process). Returns 0 if no runtime is active.
 TORCH_BACKEND_API int device_count();
+// The calling thread's current device. Core is the only caller of the
+// runtime's get/set_device, so it keeps a per-thread copy: reading the current
+// device is on every allocation's path.
+TORCH_BACKEND_API int current_device();
+// Checks the index, then sets the runtime's and core's current device.
+TORCH_BACKEND_API void set_current_device(int device);
+TORCH_BACKEND_API void set_current_device_unchecked(int device) noexcept;
+
 // Throws c10::Error (RuntimeError, as for CUDA) if `device` is not a valid
 // index.
 TORCH_BACKEND_API void check_device_index(int device);

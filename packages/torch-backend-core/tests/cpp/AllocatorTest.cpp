@@ -70,18 +70,31 @@ TEST_F(CachingAllocatorTest, SmallRequestsSplitOneSegment) {
 
 TEST_F(CachingAllocatorTest, FreedNeighboursMergeSoTheSegmentIsReleasable) {
   {
-    c10::DataPtr a = device_allocator()->allocate(1000);
-    c10::DataPtr b = device_allocator()->allocate(1000);
-    c10::DataPtr c = device_allocator()->allocate(1000);
-    EXPECT_EQ(stats().inactive_split[0].current, 1);  // the tail
+    // Two 1 MiB blocks fill one 2 MiB small segment.
+    c10::DataPtr a = device_allocator()->allocate(1 << 20);
+    c10::DataPtr b = device_allocator()->allocate(1 << 20);
+    EXPECT_EQ(new_mallocs(), 1);
   }
-  // All three merged back into one whole segment, which empty_cache frees.
+  // Merged back into one whole, unsplit block.
   EXPECT_EQ(stats().inactive_split[0].current, 0);
-  c10::DataPtr big = device_allocator()->allocate(1 << 20);  // small pool
-  EXPECT_EQ(new_mallocs(), 1);  // the merged block served it
-  big.clear();
+  EXPECT_EQ(stats().active[0].current, 0);
   device_allocator()->emptyCache();
   EXPECT_EQ(new_frees(), 1);
+  EXPECT_EQ(stats().reserved_bytes[0].current, 0);
+}
+
+TEST_F(CachingAllocatorTest, SmallBlocksWaitInBinsAndMergeOnEmptyCache) {
+  {
+    c10::DataPtr a = device_allocator()->allocate(1000);
+    c10::DataPtr b = device_allocator()->allocate(1000);
+  }
+  // Freed small blocks are cached unmerged for exact-size reuse ...
+  EXPECT_EQ(stats().active[0].current, 0);
+  EXPECT_EQ(stats().allocated_bytes[0].current, 0);
+  // ... and merge back when the cache is emptied: the segment is returned.
+  device_allocator()->emptyCache();
+  EXPECT_EQ(new_frees(), 1);
+  EXPECT_EQ(stats().inactive_split[0].current, 0);
   EXPECT_EQ(stats().reserved_bytes[0].current, 0);
 }
 
@@ -116,10 +129,9 @@ TEST_F(CachingAllocatorTest, RecordStreamDelaysReuseUntilThatStreamIsDone) {
   c10::DataPtr b = device_allocator()->allocate(4096);
   EXPECT_NE(b.get(), first);
   runtime().release(handle);
-  b.clear();
   c10::DataPtr c = device_allocator()->allocate(4096);
   EXPECT_EQ(c.get(), first);
-  EXPECT_EQ(stats().active[0].current, 1);
+  EXPECT_EQ(stats().active[0].current, 2);  // b and c
 }
 
 TEST_F(CachingAllocatorTest, StatisticsTrackPeaksAndCounts) {
