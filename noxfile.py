@@ -58,6 +58,8 @@ def make_tests_session(backend: str) -> None:
         package_tests = PACKAGES / BACKENDS[backend] / "tests"
         paths = [str(p) for p in (package_tests, ROOT / "tests") if p.is_dir()]
         session.run("pytest", *paths, *session.posargs, env={"TORCH_BACKEND": backend})
+        # Benchmarks are never timed tests: CI only checks that they run.
+        session.run("python", "-m", "torch_backend.bench", "--quick", env={"TORCH_BACKEND": backend})
 
 
 make_tests_session("fake")
@@ -76,6 +78,14 @@ def demo(session: nox.Session) -> None:
     system_deps(session)
     install_packages(session, "torch-backend-fake")
     session.run("python", str(ROOT / "examples" / "demo_train.py"))
+
+
+@nox.session
+def bench(session: nox.Session) -> None:
+    """Device-vs-CPU benchmarks, measured side by side (`-- --device NAME --json PATH` pass through)."""
+    system_deps(session)
+    install_packages(session, *BACKENDS.values())
+    session.run("python", "-m", "torch_backend.bench", *session.posargs)
 
 
 @nox.session(tags=["ci"])

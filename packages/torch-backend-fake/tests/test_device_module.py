@@ -49,6 +49,8 @@ def test_lazy_initialisation():
     code = "import torch; a = torch.fake.is_initialized(); torch.ones(1, device='fake')"
     out = run(code + "; print(a, torch.fake.is_initialized())")
     assert out.stdout.split() == ["False", "True"], out.stderr
+    out = run("import torch; torch.fake.init(); print(torch.fake.is_initialized())")
+    assert out.stdout.strip() == "True", out.stderr
 
 
 def test_forked_child_after_init_gets_a_clear_error():

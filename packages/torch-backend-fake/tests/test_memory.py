@@ -32,6 +32,7 @@ def test_allocated_counts_rounded_bytes_and_peaks():
 def test_freed_memory_stays_reserved_until_empty_cache():
     x = torch.empty(4 << 20, dtype=torch.uint8, device="fake")
     reserved = torch.fake.memory_reserved()
+    assert torch.fake.max_memory_reserved() >= reserved
     assert reserved >= 4 << 20
     del x
     assert torch.fake.memory_reserved() == reserved

@@ -123,3 +123,37 @@ def test_synchronize_waits_for_every_stream():
             torch.fake._sleep(SLEEP_US // 2)
     torch.fake.synchronize()
     assert all(s.query() for s in streams)
+
+
+def test_stream_context_restores_device_and_streams():
+    s1 = torch.fake.Stream("fake:1")
+    before0 = torch.fake.current_stream(0)
+    with torch.fake.StreamContext(s1) as entered:
+        assert entered == s1
+        assert torch.fake.current_device() == 1
+        assert torch.fake.current_stream(1) == s1
+    assert torch.fake.current_device() == 0
+    assert torch.fake.current_stream(0) == before0
+    assert torch.fake.current_stream(1) == torch.fake.default_stream(1)
+    with torch.fake.StreamContext(None) as nothing:
+        assert nothing is None
+
+
+def test_event_wait_orders_another_stream():
+    producer, consumer = torch.fake.Stream(), torch.fake.Stream()
+    with torch.fake.stream(producer):
+        torch.fake._sleep(SLEEP_US)
+        done = torch.fake.Event()
+        done.record()
+    done.wait(consumer)
+    assert not consumer.query()
+    consumer.synchronize()
+    assert done.query()
+
+
+def test_device_of_selects_the_tensor_device():
+    x = torch.ones(1, device="fake:1")
+    with torch.fake.device_of(x):
+        assert torch.fake.current_device() == 1
+    with torch.fake.device_of(torch.ones(1)):
+        assert torch.fake.current_device() == 0

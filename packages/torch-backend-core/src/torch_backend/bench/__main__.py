@@ -22,14 +22,16 @@ def main(argv: list[str] | None = None) -> int:
         "--device", default=active.name if active else None, help="device type (default: active backend)"
     )
     parser.add_argument("--repeats", type=int, default=15)
+    parser.add_argument("--quick", action="store_true", help="smoke mode for CI: 2 repeats, figures meaningless")
     parser.add_argument("--json", help="also write the results as JSON here")
     parser.add_argument("--case", action="append", help="run only cases whose name contains this")
     args = parser.parse_args(argv)
     if args.device is None:
         parser.error("no backend is active; pass --device")
     device = torch.device(args.device, 0)
+    repeats = 2 if args.quick else args.repeats
     cases = [c for c in CASES if not args.case or any(k in c.name for k in args.case)]
-    results = run_cases(cases, device, args.repeats)
+    results = run_cases(cases, device, repeats)
     print(f"{'case':<28}{device.type + ' (s)':>12}{'cpu (s)':>12}{'ratio':>8}{'spread':>8}{'target':>9}  met?")
     for r in results:
         sign = "<=" if r.lower_is_better else ">="
