@@ -79,6 +79,12 @@ bool is_initialized() { return g_initialized.load(std::memory_order_relaxed); }
 
 bool in_bad_fork() { return g_bad_fork.load(std::memory_order_relaxed); }
 
+Capabilities active_capabilities() {
+  DeviceRuntime* runtime = g_active.load(std::memory_order_acquire);
+  TORCH_CHECK(runtime != nullptr, "no torch-backend device runtime is active");
+  return runtime->capabilities();
+}
+
 bool has_active_runtime() { return g_active.load() != nullptr; }
 
 DeviceRuntime& active_runtime() {

@@ -115,6 +115,10 @@ c10::DeviceAllocator* device_allocator() {
   return instance;
 }
 
+bool is_device_allocation(const c10::DataPtr& data_ptr) {
+  return data_ptr.get_deleter() == &delete_block;
+}
+
 void record_stream(const c10::DataPtr& data_ptr, const c10::Stream& stream) {
   if (data_ptr.get_deleter() != &delete_block || data_ptr.get() == nullptr) {
     return;

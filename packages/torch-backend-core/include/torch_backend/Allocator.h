@@ -18,6 +18,9 @@ TORCH_BACKEND_API c10::DeviceAllocator* device_allocator();
 TORCH_BACKEND_API void record_stream(const c10::DataPtr& data_ptr,
                                      const c10::Stream& stream);
 
+// Whether `data_ptr` was allocated by device_allocator().
+TORCH_BACKEND_API bool is_device_allocation(const c10::DataPtr& data_ptr);
+
 // Caps the memory `device`'s cache may reserve at fraction * total memory.
 TORCH_BACKEND_API void set_memory_fraction(double fraction,
                                            c10::DeviceIndex device);

@@ -20,6 +20,8 @@ TORCH_BACKEND_API bool has_active_runtime();
 // The first call marks the runtime initialized.
 TORCH_BACKEND_API DeviceRuntime& active_runtime();
 TORCH_BACKEND_API bool is_initialized();
+// The active runtime's capabilities (does not count as a use of it).
+TORCH_BACKEND_API Capabilities active_capabilities();
 TORCH_BACKEND_API bool in_bad_fork();
 
 // Throws a c10::Error (c10::OutOfMemoryError for OOM codes) carrying the

@@ -1,0 +1,93 @@
+// Fresh outputs of CPU kernels run by the zero-copy fallback land directly in
+// device memory: a wrapper around PyTorch's CPU allocator, registered with
+// c10::SetAllocator, serves CPU allocations from the device allocator while a
+// thread-local flag is set, and delegates to the original otherwise. The
+// results are then relabelled as device storages without a copy.
+#include <c10/core/Allocator.h>
+#include <c10/core/CPUAllocator.h>
+#include <c10/core/DeviceGuard.h>
+#include <c10/core/TensorImpl.h>
+
+#include <torch_backend/Allocator.h>
+
+#include "Fallback.h"
+
+namespace torch_backend {
+namespace {
+
+thread_local c10::DeviceIndex t_route_to = -1;
+
+class RoutingCpuAllocator final : public c10::Allocator {
+ public:
+  explicit RoutingCpuAllocator(c10::Allocator* original)
+      : original_(original) {}
+
+  c10::DataPtr allocate(size_t bytes) override {
+    if (t_route_to < 0) {
+      return original_->allocate(bytes);
+    }
+    c10::DeviceGuard guard({c10::DeviceType::PrivateUse1, t_route_to});
+    c10::DataPtr data = device_allocator()->allocate(bytes);
+    data.unsafe_set_device(c10::Device(c10::DeviceType::CPU));
+    return data;
+  }
+
+  c10::DeleterFnPtr raw_deleter() const override {
+    return original_->raw_deleter();
+  }
+
+  void copy_data(void* dest, const void* src, size_t count) const override {
+    default_copy_data(dest, src, count);
+  }
+
+ private:
+  c10::Allocator* original_;
+};
+
+}  // namespace
+
+RouteCpuAllocations::RouteCpuAllocations(c10::DeviceIndex device)
+    : previous_(t_route_to) {
+  t_route_to = device;
+}
+
+RouteCpuAllocations::~RouteCpuAllocations() { t_route_to = previous_; }
+
+void install_cpu_allocation_routing() {
+  static auto* routing = new RoutingCpuAllocator(c10::GetCPUAllocator());
+  // Priority above the default CPU allocator's, so it stays in place.
+  c10::SetAllocator(c10::DeviceType::CPU, routing, /*priority=*/1);
+}
+
+at::Tensor adopt_routed_storage(const at::Tensor& cpu, c10::Device device,
+                                AdoptedStorages& adopted) {
+  if (!cpu.defined() || !cpu.has_storage()) {
+    return {};
+  }
+  const c10::Storage& source = cpu.storage();
+  auto found = adopted.find(source.unsafeGetStorageImpl());
+  if (found == adopted.end()) {
+    if (!is_device_allocation(source.data_ptr())) {
+      return {};
+    }
+    c10::DataPtr data = source.set_data_ptr(c10::DataPtr());
+    data.unsafe_set_device(device);
+    // Outputs sharing a CPU storage share one device storage.
+    found = adopted
+                .emplace(source.unsafeGetStorageImpl(),
+                         c10::Storage(c10::Storage::use_byte_size_t(),
+                                      source.nbytes(), std::move(data),
+                                      device_allocator(), /*resizable=*/true))
+                .first;
+  }
+  auto out = at::detail::make_tensor<c10::TensorImpl>(
+      c10::Storage(found->second),
+      c10::DispatchKeySet(c10::DispatchKey::PrivateUse1), cpu.dtype());
+  out.unsafeGetTensorImpl()->set_sizes_and_strides(cpu.sizes(), cpu.strides(),
+                                                   cpu.storage_offset());
+  out._set_conj(cpu.is_conj());
+  out._set_neg(cpu.is_neg());
+  return out;
+}
+
+}  // namespace torch_backend

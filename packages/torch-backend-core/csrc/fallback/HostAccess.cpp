@@ -1,0 +1,64 @@
+#include <torch_backend/HostAccess.h>
+
+#include <c10/core/CPUAllocator.h>
+#include <c10/core/DeviceGuard.h>
+#include <c10/core/TensorImpl.h>
+
+#include <torch_backend/Runtime.h>
+
+#include "../Streams.h"
+
+namespace torch_backend {
+namespace {
+
+void release_alias(void* ctx) { delete static_cast<c10::Storage*>(ctx); }
+
+}  // namespace
+
+void wait_for_host_access(c10::Device device) {
+  c10::DeviceGuard guard(device);
+  TORCH_BACKEND_CHECK(active_runtime().stream_synchronize(
+      native_stream(current_stream(device.index()))));
+}
+
+at::Tensor host_alias(const at::Tensor& t) {
+  const c10::Storage& storage = t.storage();
+  // The context owns a reference to the device storage: the memory lives as
+  // long as any alias of it.
+  c10::DataPtr data(storage.mutable_data(), new c10::Storage(storage),
+                    &release_alias, c10::Device(c10::DeviceType::CPU));
+  // Resizable through the CPU allocator: an out= kernel that grows its
+  // output gets (routed) device memory, which the fallback moves back.
+  c10::Storage alias(c10::Storage::use_byte_size_t(), storage.nbytes(),
+                     std::move(data), c10::GetCPUAllocator(),
+                     /*resizable=*/true);
+  auto cpu = at::detail::make_tensor<c10::TensorImpl>(
+      std::move(alias), c10::DispatchKeySet(c10::DispatchKey::CPU), t.dtype());
+  cpu.unsafeGetTensorImpl()->set_sizes_and_strides(t.sizes(), t.strides(),
+                                                   t.storage_offset());
+  cpu._set_conj(t.is_conj());
+  cpu._set_neg(t.is_neg());
+  return cpu;
+}
+
+at::Tensor device_view_of_alias(const at::Tensor& cpu) {
+  if (!cpu.defined() || !cpu.has_storage()) {
+    return {};
+  }
+  const c10::DataPtr& data = cpu.storage().data_ptr();
+  if (data.get_deleter() != &release_alias) {
+    return {};
+  }
+  const c10::Storage& device_storage =
+      *static_cast<c10::Storage*>(data.get_context());
+  auto out = at::detail::make_tensor<c10::TensorImpl>(
+      c10::Storage(device_storage),
+      c10::DispatchKeySet(c10::DispatchKey::PrivateUse1), cpu.dtype());
+  out.unsafeGetTensorImpl()->set_sizes_and_strides(cpu.sizes(), cpu.strides(),
+                                                   cpu.storage_offset());
+  out._set_conj(cpu.is_conj());
+  out._set_neg(cpu.is_neg());
+  return out;
+}
+
+}  // namespace torch_backend

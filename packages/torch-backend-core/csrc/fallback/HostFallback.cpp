@@ -1,0 +1,303 @@
+// The zero-copy CPU fallback for host-addressable devices: device tensors are
+// aliased as CPU tensors over the same memory, the CPU kernel runs on them,
+// fresh outputs are allocated in device memory and relabelled, so no byte is
+// copied. Random ops draw from the device's generator.
+#include <ATen/CPUGeneratorImpl.h>
+#include <ATen/core/Tensor.h>
+#include <c10/core/DeviceGuard.h>
+
+#include <torch_backend/Allocator.h>
+#include <torch_backend/Generator.h>
+#include <torch_backend/HostAccess.h>
+
+#include "Fallback.h"
+
+namespace torch_backend {
+namespace {
+
+using c10::IValue;
+
+bool on_device(const at::Tensor& t) {
+  return t.defined() && t.device().type() == c10::DeviceType::PrivateUse1;
+}
+
+// CUDA's rule: one device per op, except CPU scalars (and CPU indices for
+// indexing ops, which CUDA kernels accept too).
+class DeviceCheck {
+ public:
+  explicit DeviceCheck(const c10::OperatorHandle& op)
+      : allow_cpu_tensors_(op.schema().name().find("index") !=
+                           std::string::npos) {}
+
+  void see(const at::Tensor& t) {
+    if (!t.defined()) {
+      return;
+    }
+    if (on_device(t)) {
+      if (!device_) {
+        device_ = t.device();
+      } else if (*device_ != t.device()) {
+        fail(*device_, t.device());
+      }
+    } else if (t.is_cpu() && t.dim() > 0 && !allow_cpu_tensors_) {
+      cpu_seen_ = true;
+    }
+  }
+
+  std::optional<c10::Device> device() const {
+    if (device_ && cpu_seen_) {
+      fail(*device_, c10::Device(c10::DeviceType::CPU));
+    }
+    return device_;
+  }
+
+ private:
+  [[noreturn]] static void fail(c10::Device a, c10::Device b) {
+    TORCH_CHECK(false,
+                "Expected all tensors to be on the same device, but found at "
+                "least two devices, ",
+                a, " and ", b, "!");
+  }
+
+  bool allow_cpu_tensors_;
+  bool cpu_seen_ = false;
+  std::optional<c10::Device> device_;
+};
+
+template <typename Fn>
+void for_each_tensor(const IValue& value, Fn&& fn) {
+  if (value.isTensor()) {
+    fn(value.toTensor());
+  } else if (value.isTensorList()) {
+    for (const at::Tensor& t : value.toTensorVector()) {
+      fn(t);
+    }
+  } else if (value.isList()) {
+    for (const IValue& item : value.toListRef()) {
+      if (item.isTensor()) {
+        fn(item.toTensor());
+      }
+    }
+  }
+}
+
+IValue alias_value(const IValue& value) {
+  if (value.isTensor()) {
+    const at::Tensor& t = value.toTensor();
+    return on_device(t) ? host_alias(t) : t;
+  }
+  if (value.isTensorList()) {
+    c10::List<at::Tensor> out;
+    for (const at::Tensor& t : value.toTensorVector()) {
+      out.push_back(on_device(t) ? host_alias(t) : t);
+    }
+    return out;
+  }
+  if (value.isList() && value.toList().elementType()->kind() ==
+                            c10::TypeKind::OptionalType) {  // Tensor?[]
+    c10::List<std::optional<at::Tensor>> out;
+    for (const IValue& item : value.toListRef()) {
+      if (item.isTensor() && on_device(item.toTensor())) {
+        out.push_back(host_alias(item.toTensor()));
+      } else {
+        out.push_back(item.toOptional<at::Tensor>());
+      }
+    }
+    return out;
+  }
+  if (value.isDevice() &&
+      value.toDevice().type() == c10::DeviceType::PrivateUse1) {
+    return c10::Device(c10::DeviceType::CPU);
+  }
+  return value;
+}
+
+// A CPU generator standing in for the device generator during one op: the
+// device generator's state goes in before and comes back after.
+class GeneratorBridge {
+ public:
+  GeneratorBridge(const IValue& arg, c10::Device device) {
+    if (arg.isGenerator()) {
+      device_gen_ = arg.toGenerator();
+      TORCH_CHECK(device_gen_.device().type() == c10::DeviceType::PrivateUse1,
+                  "Expected a '", device.type(),
+                  "' device type for generator but found '",
+                  device_gen_.device().type(), "'");
+    } else {
+      device_gen_ = default_generator(device.index());
+    }
+    lock_ = std::unique_lock<std::mutex>(device_gen_.mutex());
+    cpu_gen_ = at::make_generator<at::CPUGeneratorImpl>();
+    cpu_gen_.set_state(device_gen_.get_state());
+  }
+
+  at::Generator cpu() const { return cpu_gen_; }
+  void write_back() { device_gen_.set_state(cpu_gen_.get_state()); }
+
+ private:
+  at::Generator device_gen_;
+  at::Generator cpu_gen_;
+  std::unique_lock<std::mutex> lock_;
+};
+
+bool is_generator_arg(const c10::Argument& arg) {
+  const auto& type = arg.type();
+  return type->kind() == c10::TypeKind::OptionalType &&
+         type->castRaw<c10::OptionalType>()->getElementType()->kind() ==
+             c10::TypeKind::GeneratorType;
+}
+
+// The argument a returned alias refers to (same alias set), if any.
+std::optional<size_t> aliased_argument(const c10::FunctionSchema& schema,
+                                       const c10::Argument& ret) {
+  if (ret.alias_info() == nullptr || !ret.alias_info()->isWrite()) {
+    return std::nullopt;
+  }
+  const auto& args = schema.arguments();
+  for (size_t i = 0; i < args.size(); ++i) {
+    if (args[i].alias_info() != nullptr &&
+        args[i].alias_info()->beforeSets() == ret.alias_info()->beforeSets()) {
+      return i;
+    }
+  }
+  return std::nullopt;
+}
+
+// After the CPU kernel: a mutated argument may have been resized/restrided
+// (out= ops resize their outputs); carry that back to the device tensor.
+void write_back_metadata(const at::Tensor& device, const at::Tensor& alias) {
+  if (!on_device(device) || !alias.defined()) {
+    return;
+  }
+  const c10::Storage& alias_storage = alias.storage();
+  if (is_device_allocation(alias_storage.data_ptr())) {
+    // The kernel resized the argument into new (routed) device memory: the
+    // device storage takes it over, so every tensor sharing it sees it.
+    c10::DataPtr data = alias_storage.set_data_ptr(c10::DataPtr());
+    data.unsafe_set_device(device.device());
+    device.storage().set_data_ptr_noswap(std::move(data));
+    device.storage().set_nbytes(alias_storage.nbytes());
+  }
+  if (device.sizes() != alias.sizes() || device.strides() != alias.strides() ||
+      device.storage_offset() != alias.storage_offset()) {
+    device.unsafeGetTensorImpl()->set_sizes_and_strides(
+        alias.sizes(), alias.strides(), alias.storage_offset());
+  }
+}
+
+at::Tensor to_device(const at::Tensor& cpu, c10::Device device,
+                     AdoptedStorages& adopted) {
+  if (!cpu.defined() || !cpu.is_cpu()) {
+    return cpu;
+  }
+  at::Tensor view = device_view_of_alias(cpu);
+  if (view.defined()) {
+    return view;  // a view of an input
+  }
+  at::Tensor moved = adopt_routed_storage(cpu, device, adopted);
+  if (moved.defined()) {
+    return moved;  // a fresh output, already in device memory
+  }
+  return cpu.to(device);  // e.g. a kernel returning a cached CPU tensor
+}
+
+IValue result_to_device(const IValue& value, c10::Device device,
+                        AdoptedStorages& adopted) {
+  if (value.isTensor()) {
+    return to_device(value.toTensor(), device, adopted);
+  }
+  if (value.isTensorList()) {
+    c10::List<at::Tensor> out;
+    for (const at::Tensor& t : value.toTensorVector()) {
+      out.push_back(to_device(t, device, adopted));
+    }
+    return out;
+  }
+  return value;
+}
+
+}  // namespace
+
+void host_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
+  apply_fallback_policy(op);
+  const c10::FunctionSchema& schema = op.schema();
+  const size_t num_args = schema.arguments().size();
+  const size_t first = stack->size() - num_args;
+
+  DeviceCheck check(op);
+  for (size_t i = first; i < stack->size(); ++i) {
+    for_each_tensor((*stack)[i], [&](const at::Tensor& t) { check.see(t); });
+  }
+  std::optional<c10::Device> device = check.device();
+  if (!device) {
+    for (size_t i = first; i < stack->size(); ++i) {
+      const IValue& v = (*stack)[i];
+      if (v.isDevice() && v.toDevice().type() == c10::DeviceType::PrivateUse1) {
+        device = v.toDevice();
+      }
+    }
+  }
+  if (!device) {
+    device =
+        c10::Device(c10::DeviceType::PrivateUse1,
+                    c10::impl::getDeviceGuardImpl(c10::DeviceType::PrivateUse1)
+                        ->getDevice()
+                        .index());
+  } else if (!device->has_index()) {
+    device->set_index(
+        c10::impl::getDeviceGuardImpl(c10::DeviceType::PrivateUse1)
+            ->getDevice()
+            .index());
+  }
+  c10::DeviceGuard guard(*device);
+  wait_for_host_access(*device);
+
+  std::vector<IValue> originals(stack->begin() + first, stack->end());
+  std::optional<GeneratorBridge> generator;
+  for (size_t i = 0; i < num_args; ++i) {
+    IValue& slot = (*stack)[first + i];
+    if (is_generator_arg(schema.arguments()[i])) {
+      generator.emplace(slot, *device);
+      slot = generator->cpu();
+    } else {
+      slot = alias_value(slot);
+    }
+  }
+  std::vector<IValue> aliases(stack->begin() + first, stack->end());
+  {
+    RouteCpuAllocations route(device->index());
+    op.redispatchBoxed(c10::DispatchKeySet(c10::DispatchKey::CPU), stack);
+  }
+  if (generator) {
+    generator->write_back();
+  }
+
+  for (size_t i = 0; i < num_args; ++i) {
+    const c10::Argument& arg = schema.arguments()[i];
+    if (arg.alias_info() != nullptr && arg.alias_info()->isWrite()) {
+      if (originals[i].isTensor()) {
+        write_back_metadata(originals[i].toTensor(), aliases[i].toTensor());
+      } else if (originals[i].isTensorList()) {
+        const auto devs = originals[i].toTensorVector();
+        const auto cpus = aliases[i].toTensorVector();
+        for (size_t k = 0; k < devs.size(); ++k) {
+          write_back_metadata(devs[k], cpus[k]);
+        }
+      }
+    }
+  }
+
+  const auto& returns = schema.returns();
+  const size_t first_ret = stack->size() - returns.size();
+  AdoptedStorages adopted;
+  for (size_t r = 0; r < returns.size(); ++r) {
+    IValue& slot = (*stack)[first_ret + r];
+    if (auto arg = aliased_argument(schema, returns[r])) {
+      slot = originals[*arg];  // in-place and out=: the caller's own tensor
+    } else {
+      slot = result_to_device(slot, *device, adopted);
+    }
+  }
+}
+
+}  // namespace torch_backend

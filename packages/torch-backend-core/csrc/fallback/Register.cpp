@@ -1,0 +1,59 @@
+// Registering the fallback: as PrivateUse1's boxed fallback, and directly as
+// the PrivateUse1 kernel of every aten op that has a CPU kernel and no device
+// kernel. The latter matters for the ~400 structured ops (add, mm, sum, ...):
+// otherwise their CompositeExplicitAutogradNonFunctional kernel runs first
+// and dispatches a second time to reach the fallback.
+#include <ATen/core/dispatch/Dispatcher.h>
+#include <torch/library.h>
+
+#include <torch_backend/Runtime.h>
+
+#include "../Registration.h"
+#include "Fallback.h"
+
+namespace torch_backend {
+namespace {
+
+bool wants_direct_fallback(const c10::OperatorHandle& op) {
+  using c10::DispatchKey;
+  return op.operator_name().name.rfind("aten::", 0) == 0 &&
+         op.hasKernelForDispatchKey(DispatchKey::CPU) &&
+         !op.hasKernelForDispatchKey(DispatchKey::PrivateUse1) &&
+         !op.hasKernelForDispatchKey(DispatchKey::CompositeImplicitAutograd);
+}
+
+}  // namespace
+
+void register_cpu_fallback() {
+  const bool zero_copy = active_capabilities().host_addressable_memory;
+  auto fallback =
+      zero_copy ? torch::CppFunction::makeFromBoxedFunction<&host_fallback>
+                : torch::CppFunction::makeFromBoxedFunction<&copy_fallback>;
+  if (zero_copy) {
+    install_cpu_allocation_routing();
+  }
+  // Leaked on purpose, like the kernel library.
+  auto* everything =
+      new torch::Library(torch::Library::IMPL, "_",
+                         c10::DispatchKey::PrivateUse1, __FILE__, __LINE__);
+  everything->fallback(fallback());
+  if (!zero_copy) {
+    return;
+  }
+  auto* aten =
+      new torch::Library(torch::Library::IMPL, "aten",
+                         c10::DispatchKey::PrivateUse1, __FILE__, __LINE__);
+  auto& dispatcher = c10::Dispatcher::singleton();
+  for (const c10::OperatorName& name : dispatcher.getAllOpNames()) {
+    auto op = dispatcher.findOp(name);
+    if (op && wants_direct_fallback(*op)) {
+      std::string qualified = name.name.substr(6);  // drop "aten::"
+      if (!name.overload_name.empty()) {
+        qualified += "." + name.overload_name;
+      }
+      aten->impl(qualified.c_str(), fallback());
+    }
+  }
+}
+
+}  // namespace torch_backend
