@@ -3,13 +3,19 @@
 #   find_package(TorchBackendCore REQUIRED)
 #   torch_backend_add_device_library(torch_backend_mydev SOURCES MyDevice.cpp)
 include("${CMAKE_CURRENT_LIST_DIR}/TorchBackendCoreTargets.cmake")
+set(_TORCH_BACKEND_CORE_DIR "${CMAKE_CURRENT_LIST_DIR}")
 
-# Builds a backend's device library: its device symbols, linked to core, and
-# installed as <backend package>/lib/ next to core's torch_backend/lib/.
+# Builds a backend's device library: its device symbols (SOURCES, torch-free)
+# and optional native kernels (KERNEL_SOURCES, compiled against torch), linked
+# to core and installed as <backend package>/lib/ next to torch_backend/lib/.
 function(torch_backend_add_device_library name)
-  cmake_parse_arguments(ARG "" "" "SOURCES" ${ARGN})
-  add_library(${name} SHARED ${ARG_SOURCES})
+  cmake_parse_arguments(ARG "" "" "SOURCES;KERNEL_SOURCES" ${ARGN})
+  add_library(${name} SHARED ${ARG_SOURCES} ${ARG_KERNEL_SOURCES})
   target_link_libraries(${name} PRIVATE TorchBackendCore::torch_backend_core)
+  if(ARG_KERNEL_SOURCES)
+    include("${_TORCH_BACKEND_CORE_DIR}/TorchBackendTorch.cmake")
+    target_link_libraries(${name} PRIVATE TorchBackend::torch)
+  endif()
   set_target_properties(${name} PROPERTIES
     CXX_STANDARD 17
     CXX_STANDARD_REQUIRED ON

@@ -2,6 +2,7 @@
 
 #include <ATen/core/CachingHostAllocator.h>
 #include <c10/core/Allocator.h>
+#include <torch/library.h>
 
 #include <torch_backend/Allocator.h>
 #include <torch_backend/Runtime.h>
@@ -18,7 +19,15 @@ void activate(DeviceRuntime* runtime) {
   at::setHostAllocator(c10::DeviceType::PrivateUse1, host_allocator());
   register_hooks();
   register_minimal_kernels();
+  if (void* registrar = kernel_registrar_of(runtime)) {
+    // The backend's own kernels first: the fallback fills only the gaps.
+    auto* lib = new torch::Library(torch::Library::IMPL, "aten",
+                                   c10::DispatchKey::PrivateUse1, __FILE__,
+                                   __LINE__);  // leaked, like core's own
+    reinterpret_cast<void (*)(torch::Library&)>(registrar)(*lib);
+  }
   register_cpu_fallback();
+  register_autocast();
 }
 
 }  // namespace torch_backend

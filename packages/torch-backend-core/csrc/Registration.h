@@ -9,6 +9,7 @@ void register_device_guard();
 void register_hooks();
 void register_minimal_kernels();
 void register_cpu_fallback();
+void register_autocast();
 
 // Grows or shrinks a device storage, keeping its contents (Kernels.cpp).
 void resize_storage_bytes(const c10::Storage& storage, size_t new_bytes);

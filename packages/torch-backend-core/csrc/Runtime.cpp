@@ -33,6 +33,9 @@ std::atomic<int> g_device_count{-1};
 // the device (its runtime threads and contexts did not survive the fork).
 std::atomic<bool> g_initialized{false};
 std::atomic<bool> g_bad_fork{false};
+// The last loaded device library's runtime and kernel registration.
+std::atomic<DeviceRuntime*> g_loaded_runtime{nullptr};
+std::atomic<void*> g_kernel_registrar{nullptr};
 
 void mark_bad_fork_in_child() {
   if (g_initialized.load()) {
@@ -63,7 +66,14 @@ DeviceRuntime* load_device_library(const std::string& path) {
               "; rebuild the backend package");
   TORCH_CHECK(runtime != nullptr, "device library '", path,
               "' returned no runtime");
+  g_kernel_registrar.store(dlsym(handle, TORCH_BACKEND_KERNELS_SYMBOL));
+  g_loaded_runtime.store(runtime);
   return runtime;
+}
+
+void* kernel_registrar_of(const DeviceRuntime* runtime) {
+  return runtime == g_loaded_runtime.load() ? g_kernel_registrar.load()
+                                            : nullptr;
 }
 
 void set_active_runtime(DeviceRuntime* runtime) {

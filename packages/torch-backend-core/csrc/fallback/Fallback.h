@@ -30,6 +30,10 @@ class RouteCpuAllocations {
   c10::DeviceIndex previous_;
 };
 void install_cpu_allocation_routing();
+// Whether a CPU DataPtr came from a routed (device) allocation, and taking
+// it over from a CPU storage as a device DataPtr.
+bool is_routed(const c10::DataPtr& data);
+c10::DataPtr take_routed(const c10::Storage& storage, c10::Device device);
 // CPU storages already moved to the device during one fallback call.
 using AdoptedStorages = std::unordered_map<c10::StorageImpl*, c10::Storage>;
 // Moves a CPU tensor's storage that was allocated under RouteCpuAllocations

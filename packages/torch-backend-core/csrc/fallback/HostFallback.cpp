@@ -170,12 +170,11 @@ void write_back_metadata(const at::Tensor& device, const at::Tensor& alias) {
     return;
   }
   const c10::Storage& alias_storage = alias.storage();
-  if (is_device_allocation(alias_storage.data_ptr())) {
+  if (is_routed(alias_storage.data_ptr())) {
     // The kernel resized the argument into new (routed) device memory: the
     // device storage takes it over, so every tensor sharing it sees it.
-    c10::DataPtr data = alias_storage.set_data_ptr(c10::DataPtr());
-    data.unsafe_set_device(device.device());
-    device.storage().set_data_ptr_noswap(std::move(data));
+    device.storage().set_data_ptr_noswap(
+        take_routed(alias_storage, device.device()));
     device.storage().set_nbytes(alias_storage.nbytes());
   }
   if (device.sizes() != alias.sizes() || device.strides() != alias.strides() ||

@@ -14,8 +14,18 @@
 namespace torch_backend {
 namespace {
 
+// Ops whose generic kernel routes other devices to an "_overrideable"
+// variant that only throws; on the CPU their kernel is the real one.
+bool has_overrideable_variant(const c10::OperatorName& name) {
+  return name.name == "aten::convolution" ||
+         name.name == "aten::convolution_backward";
+}
+
 bool wants_direct_fallback(const c10::OperatorHandle& op) {
   using c10::DispatchKey;
+  if (has_overrideable_variant(op.operator_name())) {
+    return true;
+  }
   return op.operator_name().name.rfind("aten::", 0) == 0 &&
          op.hasKernelForDispatchKey(DispatchKey::CPU) &&
          !op.hasKernelForDispatchKey(DispatchKey::PrivateUse1) &&

@@ -124,6 +124,8 @@ class TORCH_BACKEND_API DeviceRuntime {
 // loading the library on request: nothing is registered at load time, so a
 // failed or repeated activation is a Python error, never an abort.
 #define TORCH_BACKEND_DEVICE_RUNTIME_SYMBOL "torch_backend_device_runtime"
+// Optional second symbol: native kernels (see torch_backend/Kernels.h).
+#define TORCH_BACKEND_KERNELS_SYMBOL "torch_backend_register_kernels"
 
 // Place once in the backend's device file:
 //   TORCH_BACKEND_DEFINE_DEVICE_RUNTIME(MyRuntime)

@@ -10,6 +10,9 @@ namespace torch_backend {
 // Loads a device library (dlopen) and returns its runtime without making it
 // active. Throws c10::Error naming the library and the reason on failure.
 TORCH_BACKEND_API DeviceRuntime* load_device_library(const std::string& path);
+// The library's optional kernel registration (TORCH_BACKEND_DEFINE_KERNELS)
+// for a runtime it returned, or nullptr.
+TORCH_BACKEND_API void* kernel_registrar_of(const DeviceRuntime* runtime);
 
 // Makes `runtime` the process's device runtime. Allowed once per process,
 // like PyTorch's PrivateUse1 registration; a second call throws.

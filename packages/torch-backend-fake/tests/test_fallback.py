@@ -1,0 +1,149 @@
+"""The zero-copy CPU fallback: aliasing, in-place, out=, views, lists, random ops, policy."""
+
+import os
+import subprocess
+import sys
+
+import pytest
+import torch
+
+
+def run(code: str, **env: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, env=os.environ | env, timeout=120
+    )
+
+
+def test_in_place_returns_the_same_tensor_and_writes_device_memory():
+    x = torch.arange(6.0, device="fake")
+    y = x.add_(1)
+    assert y is x
+    assert x.cpu().tolist() == [1, 2, 3, 4, 5, 6]
+
+
+def test_in_place_on_a_view_updates_the_base():
+    base = torch.zeros(4, 4, device="fake")
+    base[1:3, ::2].add_(5)
+    expected = torch.zeros(4, 4)
+    expected[1:3, ::2] += 5
+    assert torch.equal(base.cpu(), expected)
+
+
+def test_out_argument_is_resized_and_returned():
+    a = torch.randn(3, 4, device="fake")
+    out = torch.empty(0, device="fake")
+    result = torch.mul(a, 2, out=out)
+    assert result is out and out.shape == (3, 4)
+    assert torch.equal(out.cpu(), a.cpu() * 2)
+
+
+def test_views_share_device_memory():
+    x = torch.randn(4, 6, device="fake")
+    v = x.unfold(1, 2, 2)
+    assert v.device == x.device
+    assert v.untyped_storage().data_ptr() == x.untyped_storage().data_ptr()
+    x.zero_()
+    assert v.abs().sum().item() == 0
+
+
+def test_tensor_lists_and_optional_tensors():
+    parts = [torch.randn(2, 3, device="fake") for _ in range(3)]
+    joined = torch.cat(parts)
+    assert joined.device == torch.device("fake:0")
+    assert torch.equal(joined.cpu(), torch.cat([p.cpu() for p in parts]))
+    chunks = torch.split(joined, 2)
+    assert all(c.device.type == "fake" for c in chunks)
+    target = torch.zeros(5, 3, device="fake")
+    target.index_put_((torch.tensor([0, 4], device="fake"),), torch.ones(3, device="fake"))
+    assert target.sum().item() == 6
+    assert target[torch.tensor([4])].sum().item() == 3  # CPU indices, as with CUDA
+
+
+def test_results_are_allocated_in_device_memory():
+    torch.fake.synchronize()
+    before = torch.fake.memory_allocated()
+    x = torch.randn(1024, device="fake")
+    y = x * 2
+    assert torch.fake.memory_allocated() - before == 2 * 4096
+    del x, y
+
+
+def test_ops_on_second_device_stay_there():
+    x = torch.randn(8, device="fake:1")
+    y = (x.exp() + x).sum()
+    assert y.device == torch.device("fake:1")
+    assert torch.fake.current_device() == 0
+
+
+def test_mixing_devices_raises_like_cuda():
+    with pytest.raises(RuntimeError, match="Expected all tensors to be on the same device"):
+        torch.ones(3, device="fake") + torch.ones(3)
+    with pytest.raises(RuntimeError, match="fake:0 and fake:1"):
+        torch.ones(3, device="fake:0") + torch.ones(3, device="fake:1")
+    assert (torch.ones(3, device="fake") + torch.tensor(2.0)).sum().item() == 9  # CPU scalars are fine
+
+
+def test_random_ops_use_the_device_generator_reproducibly():
+    torch.fake.manual_seed(7)
+    a = torch.rand(5, device="fake")
+    torch.fake.manual_seed(7)
+    b = torch.rand(5, device="fake")
+    assert torch.equal(a.cpu(), b.cpu())
+    torch.manual_seed(0)
+    torch.fake.manual_seed(7)
+    c = torch.rand(5, device="fake")
+    assert torch.equal(c.cpu(), a.cpu())  # independent of the CPU generator
+    torch.fake.manual_seed(8)
+    assert not torch.equal(torch.rand(5, device="fake").cpu(), a.cpu())
+    g = torch.Generator(device="fake").manual_seed(7)
+    assert torch.equal(torch.rand(5, device="fake", generator=g).cpu(), a.cpu())
+    with pytest.raises(RuntimeError, match="generator"):
+        torch.rand(5, device="fake", generator=torch.Generator().manual_seed(1))
+
+
+def test_dropout_is_reproducible_under_manual_seed():
+    x = torch.ones(1000, device="fake")
+    torch.manual_seed(3)
+    a = torch.nn.functional.dropout(x, 0.5)
+    torch.manual_seed(3)
+    b = torch.nn.functional.dropout(x, 0.5)
+    assert torch.equal(a.cpu(), b.cpu()) and 300 < (a == 0).sum().item() < 700
+
+
+def test_backend_native_kernel_overrides_the_fallback():
+    table = torch._C._dispatch_dump_table("aten::fill_.Scalar")
+    line = next(row for row in table.splitlines() if row.startswith("PrivateUse1:"))
+    assert "Activate.cpp" in line  # registered through the backend's kernel hook
+    assert torch.full((3,), 2.5, device="fake").cpu().tolist() == [2.5, 2.5, 2.5]
+
+
+def test_policy_error_names_the_op():
+    out = run(
+        "import torch\n"
+        "x = torch.ones(3, device='fake')\n"
+        "try:\n"
+        "    x.exp()\n"
+        "except NotImplementedError as e:\n"
+        "    print('raised:', e)\n",
+        TORCH_BACKEND_FALLBACK="error",
+    )
+    assert "raised: The operator 'aten::exp.out' has no native kernel for the fake device" in out.stdout or (
+        "raised: The operator 'aten::exp' has no native kernel for the fake device" in out.stdout
+    ), out.stdout + out.stderr
+
+
+def test_policy_warn_warns_once_per_op():
+    out = run(
+        "import torch, warnings\n"
+        "warnings.simplefilter('always')\n"
+        "x = torch.ones(3, device='fake')\n"
+        "with warnings.catch_warnings(record=True) as caught:\n"
+        "    warnings.simplefilter('always')\n"
+        "    x.exp(); x.exp(); x.sin()\n"
+        "names = [str(w.message).split(\"'\")[1] for w in caught if 'native kernel' in str(w.message)]\n"
+        "print(sorted(names))\n",
+        TORCH_BACKEND_FALLBACK="warn",
+    )
+    assert out.stdout.strip() in ("['aten::exp', 'aten::sin']", "['aten::exp.out', 'aten::sin.out']"), (
+        out.stdout + out.stderr
+    )
