@@ -80,6 +80,16 @@ def demo(session: nox.Session) -> None:
     session.run("python", str(ROOT / "examples" / "demo_train.py"))
 
 
+@nox.session(tags=["ci"])
+def opinfo(session: nox.Session) -> None:
+    """The full OpInfo sweep on fake vs CPU: >= 99% of (op, sample) pairs, failures as listed."""
+    system_deps(session)
+    install_packages(session, *BACKENDS.values())
+    session.install(*TEST_TOOLS)
+    sweep = PACKAGES / "torch-backend-fake" / "tests" / "opinfo"
+    session.run("python", str(sweep / "sweep.py"), "--known", str(sweep / "known_failures.json"), *session.posargs)
+
+
 @nox.session
 def bench(session: nox.Session) -> None:
     """Device-vs-CPU benchmarks, measured side by side (`-- --device NAME --json PATH` pass through)."""

@@ -91,7 +91,10 @@ def check_third_party_build(python: Path, work: Path) -> None:
     shutil.copy(ROOT / "packages" / "torch-backend-fake" / "CMakeLists.txt", project)
     prefix = run(python, "-c", "import torch_backend; print(torch_backend.cmake_prefix_path)", cwd=work).strip()
     build = project / "build"
-    configure = ["cmake", "-S", str(project), "-B", str(build), "-G", "Ninja", f"-DCMAKE_PREFIX_PATH={prefix}"]
+    configure = [
+        "cmake", "-S", str(project), "-B", str(build), "-G", "Ninja",
+        f"-DCMAKE_PREFIX_PATH={prefix}", f"-DPython_EXECUTABLE={python}",
+    ]  # fmt: skip
     subprocess.run(configure, check=True)
     subprocess.run(["cmake", "--build", str(build)], check=True)
     library = build / "libtorch_backend_fake.so"

@@ -268,6 +268,16 @@ void register_minimal_kernels() {
   lib->impl("_copy_from_and_resize", TORCH_FN(copy_from_and_resize));
   lib->impl("_local_scalar_dense", TORCH_FN(local_scalar_dense));
   lib->impl("record_stream", TORCH_FN(record_tensor_stream));
+  // copy_from resolves conjugate/negative bits itself (like copy_, which
+  // PyTorch exempts the same way); through the math-bit fallbacks it would
+  // recurse: they materialise with clone(), which copies via _copy_from.
+  for (const auto key :
+       {c10::DispatchKey::Conjugate, c10::DispatchKey::Negative}) {
+    auto* bits = new torch::Library(torch::Library::IMPL, "aten", key, __FILE__,
+                                    __LINE__);
+    bits->impl("_copy_from", torch::CppFunction::makeFallthrough());
+    bits->impl("_copy_from_and_resize", torch::CppFunction::makeFallthrough());
+  }
 }
 
 }  // namespace torch_backend
