@@ -59,7 +59,10 @@ def make_tests_session(backend: str) -> None:
         paths = [str(p) for p in (package_tests, ROOT / "tests") if p.is_dir()]
         session.run("pytest", *paths, *session.posargs, env={"TORCH_BACKEND": backend})
         # Benchmarks are never timed tests: CI only checks that they run.
-        session.run("python", "-m", "torch_backend.bench", "--quick", env={"TORCH_BACKEND": backend})
+        session.run(
+            "python", "-m", "torch_backend.bench", "--quick", "--json", str(ROOT / "build" / "bench-smoke.json"),
+            env={"TORCH_BACKEND": backend},
+        )  # fmt: skip
 
 
 make_tests_session("fake")
@@ -95,6 +98,7 @@ def bench(session: nox.Session) -> None:
     """Device-vs-CPU benchmarks, measured side by side (`-- --device NAME --json PATH` pass through)."""
     system_deps(session)
     install_packages(session, *BACKENDS.values())
+    session.install("matplotlib==3.11.2")
     session.run("python", "-m", "torch_backend.bench", *session.posargs)
 
 

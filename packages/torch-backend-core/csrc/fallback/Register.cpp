@@ -15,17 +15,12 @@ namespace torch_backend {
 namespace {
 
 // Ops whose generic kernel routes other devices to an "_overrideable"
-// variant that only throws; on the CPU their kernel is the real one.
-bool has_overrideable_variant(const c10::OperatorName& name) {
-  return name.name == "aten::convolution" ||
-         name.name == "aten::convolution_backward";
-}
+// variant that only throws; on the CPU the same kernel does the real work.
+constexpr const char* kOverrideableOps[] = {"convolution",
+                                            "convolution_backward"};
 
 bool wants_direct_fallback(const c10::OperatorHandle& op) {
   using c10::DispatchKey;
-  if (has_overrideable_variant(op.operator_name())) {
-    return true;
-  }
   return op.operator_name().name.rfind("aten::", 0) == 0 &&
          op.hasKernelForDispatchKey(DispatchKey::CPU) &&
          !op.hasKernelForDispatchKey(DispatchKey::PrivateUse1) &&
@@ -54,7 +49,8 @@ void register_cpu_fallback() {
       new torch::Library(torch::Library::IMPL, "aten",
                          c10::DispatchKey::PrivateUse1, __FILE__, __LINE__);
   auto& dispatcher = c10::Dispatcher::singleton();
-  for (const c10::OperatorName& name : dispatcher.getAllOpNames()) {
+  for (const c10::OperatorName& name :
+       dispatcher.getAllOpNamesForDispatchKey(c10::DispatchKey::CPU)) {
     auto op = dispatcher.findOp(name);
     if (op && wants_direct_fallback(*op)) {
       std::string qualified = name.name.substr(6);  // drop "aten::"
@@ -63,6 +59,9 @@ void register_cpu_fallback() {
       }
       aten->impl(qualified.c_str(), fallback());
     }
+  }
+  for (const char* name : kOverrideableOps) {
+    aten->impl(name, fallback());
   }
 }
 

@@ -4,7 +4,6 @@ PyTorch reserves the name ``cuda``, so this backend's device is ``gpu``. Until
 its device library exists it reports itself unavailable, with the reason.
 """
 
-import ctypes.util
 import os
 from pathlib import Path
 
@@ -12,8 +11,9 @@ from torch_backend import Backend
 
 
 def _probe() -> tuple[bool, str]:
-    if ctypes.util.find_library("cuda") is None and not os.path.exists("/dev/nvidiactl"):
-        return False, "no NVIDIA driver found (libcuda.so, /dev/nvidiactl)"
+    # Runs at every `import torch`: file checks only, no subprocess.
+    if not os.path.exists("/dev/nvidiactl") and not os.path.exists("/proc/driver/nvidia/version"):
+        return False, "no NVIDIA driver found (/dev/nvidiactl, /proc/driver/nvidia/version)"
     return False, "NVIDIA driver found, but this torch-backend-cuda build has no device library yet"
 
 

@@ -4,7 +4,6 @@ Until its device library exists this backend reports itself unavailable, with
 the reason, and is never activated.
 """
 
-import ctypes.util
 import os
 from pathlib import Path
 
@@ -12,8 +11,9 @@ from torch_backend import Backend
 
 
 def _probe() -> tuple[bool, str]:
+    # Runs at every `import torch`: file checks only, no subprocess (ctypes.util.find_library spawns one).
     home = os.environ.get("ASCEND_HOME_PATH") or os.environ.get("ASCEND_TOOLKIT_HOME")
-    if home is None and ctypes.util.find_library("ascendcl") is None:
+    if home is None and not os.path.isdir("/usr/local/Ascend"):
         return False, "Ascend ACL runtime (libascendcl.so) not found; install CANN and source its set_env.sh"
     return False, "ACL runtime found, but this torch-backend-npu build has no device library yet"
 
