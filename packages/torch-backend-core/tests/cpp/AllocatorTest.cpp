@@ -226,3 +226,25 @@ TEST(Copies, RoundTripThroughDeviceAndAcrossDevices) {
 
 }  // namespace
 }  // namespace torch_backend
+
+namespace torch_backend {
+namespace {
+
+// The counting runtime is not host-addressable, so ops without a device
+// kernel take the copying fallback: arguments to the host, results back.
+TEST(CopyFallback, OpsRunOnTheHostAndResultsComeBack) {
+  counting_runtime();
+  const at::Device dev(kDevice, 1);
+  at::Tensor a = at::arange(6, at::kFloat).reshape({2, 3});
+  at::Tensor b = at::full({2, 3}, 2.0f);
+  at::Tensor sum = at::add(a.to(dev), b.to(dev));
+  EXPECT_EQ(sum.device(), dev);
+  EXPECT_TRUE(sum.cpu().equal(a + b));
+  at::Tensor inplace = a.to(dev);
+  inplace.mul_(3);  // mutated arguments are written back to the device
+  EXPECT_TRUE(inplace.cpu().equal(a * 3));
+  EXPECT_TRUE(at::cat({a.to(dev), b.to(dev)}).cpu().equal(at::cat({a, b})));
+}
+
+}  // namespace
+}  // namespace torch_backend
