@@ -89,11 +89,12 @@ class Stream {
     worker_.detach();  // lives as long as the process, like the runtime
   }
 
-  void enqueue(std::function<void()> work) {
-    std::lock_guard<std::mutex> lock(mutex_);
-    queue_.push_back(std::move(work));
-    ++enqueued_;
-    work_ready_.notify_one();
+  void enqueue(std::function<void()> work) { push({std::move(work), false}); }
+
+  // Runs `signal` once all earlier work is done *and counted*, so that a
+  // thread woken by it already sees the stream idle (event semantics).
+  void enqueue_marker(std::function<void()> signal) {
+    push({std::move(signal), true});
   }
 
   bool idle() {
@@ -110,14 +111,34 @@ class Stream {
   const int device;
 
  private:
+  struct Item {
+    std::function<void()> work;
+    bool marker;
+  };
+
+  void push(Item item) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    queue_.push_back(std::move(item));
+    ++enqueued_;
+    work_ready_.notify_one();
+  }
+
   void run() {
     std::unique_lock<std::mutex> lock(mutex_);
     while (true) {
       work_ready_.wait(lock, [&] { return !queue_.empty(); });
-      std::function<void()> work = std::move(queue_.front());
+      Item item = std::move(queue_.front());
       queue_.pop_front();
+      if (item.marker) {
+        ++completed_;
+        work_done_.notify_all();
+        lock.unlock();
+        item.work();
+        lock.lock();
+        continue;
+      }
       lock.unlock();
-      work();
+      item.work();
       lock.lock();
       ++completed_;
       work_done_.notify_all();
@@ -127,7 +148,7 @@ class Stream {
   std::mutex mutex_;
   std::condition_variable work_ready_;
   std::condition_variable work_done_;
-  std::deque<std::function<void()>> queue_;
+  std::deque<Item> queue_;
   std::uint64_t enqueued_ = 0;
   std::uint64_t completed_ = 0;
   std::thread worker_;
@@ -360,7 +381,8 @@ class FakeRuntime final : public torch_backend::DeviceRuntime {
       std::lock_guard<std::mutex> lock(e->mutex);
       generation = ++e->recorded;
     }
-    resolve(stream)->enqueue([e, generation] { e->complete(generation); });
+    resolve(stream)->enqueue_marker(
+        [e, generation] { e->complete(generation); });
     return kSuccess;
   }
 

@@ -455,34 +455,30 @@ DeviceStats DeviceCachingAllocator::stats() {
   return stats_;
 }
 
-void DeviceCachingAllocator::reset_peak_stats() {
-  Lock lock(mutex_);
+template <typename Fn>
+void DeviceCachingAllocator::for_each_stat(Fn&& fn) {
   for (StatArray* array :
        {&stats_.allocation, &stats_.segment, &stats_.active,
         &stats_.inactive_split, &stats_.allocated_bytes, &stats_.reserved_bytes,
         &stats_.active_bytes, &stats_.inactive_split_bytes,
         &stats_.requested_bytes}) {
     for (auto& stat : *array) {
-      stat.reset_peak();
+      fn(stat);
     }
   }
-  stats_.oversize_allocations.reset_peak();
-  stats_.oversize_segments.reset_peak();
+  fn(stats_.oversize_allocations);
+  fn(stats_.oversize_segments);
+}
+
+void DeviceCachingAllocator::reset_peak_stats() {
+  Lock lock(mutex_);
+  for_each_stat([](c10::CachingAllocator::Stat& stat) { stat.reset_peak(); });
 }
 
 void DeviceCachingAllocator::reset_accumulated_stats() {
   Lock lock(mutex_);
-  for (StatArray* array :
-       {&stats_.allocation, &stats_.segment, &stats_.active,
-        &stats_.inactive_split, &stats_.allocated_bytes, &stats_.reserved_bytes,
-        &stats_.active_bytes, &stats_.inactive_split_bytes,
-        &stats_.requested_bytes}) {
-    for (auto& stat : *array) {
-      stat.reset_accumulated();
-    }
-  }
-  stats_.oversize_allocations.reset_accumulated();
-  stats_.oversize_segments.reset_accumulated();
+  for_each_stat(
+      [](c10::CachingAllocator::Stat& stat) { stat.reset_accumulated(); });
   stats_.num_alloc_retries = 0;
   stats_.num_ooms = 0;
   stats_.num_device_alloc = 0;

@@ -36,6 +36,8 @@ class DeviceCachingAllocator {
   void reset_accumulated_stats();
 
  private:
+  template <typename Fn>
+  void for_each_stat(Fn&& fn);  // every Stat of stats_
   size_t allowed_bytes();
   Block* make_block(c10::Stream stream, size_t size, BlockPool* pool,
                     void* ptr);

@@ -9,6 +9,7 @@
 #include <c10/core/TensorImpl.h>
 
 #include <torch_backend/Allocator.h>
+#include <torch_backend/HostAccess.h>
 
 #include <mutex>
 #include <unordered_map>
@@ -148,14 +149,7 @@ at::Tensor adopt_routed_storage(const at::Tensor& cpu, c10::Device device,
                                       device_allocator(), /*resizable=*/true))
                 .first;
   }
-  auto out = at::detail::make_tensor<c10::TensorImpl>(
-      c10::Storage(found->second),
-      c10::DispatchKeySet(c10::DispatchKey::PrivateUse1), cpu.dtype());
-  out.unsafeGetTensorImpl()->set_sizes_and_strides(cpu.sizes(), cpu.strides(),
-                                                   cpu.storage_offset());
-  out._set_conj(cpu.is_conj());
-  out._set_neg(cpu.is_neg());
-  return out;
+  return device_tensor_like(found->second, cpu);
 }
 
 }  // namespace torch_backend

@@ -49,11 +49,15 @@ at::Tensor device_view_of_alias(const at::Tensor& cpu) {
   if (data.get_deleter() != &release_alias) {
     return {};
   }
-  const c10::Storage& device_storage =
-      *static_cast<c10::Storage*>(data.get_context());
+  return device_tensor_like(*static_cast<c10::Storage*>(data.get_context()),
+                            cpu);
+}
+
+at::Tensor device_tensor_like(const c10::Storage& storage,
+                              const at::Tensor& cpu) {
   auto out = at::detail::make_tensor<c10::TensorImpl>(
-      c10::Storage(device_storage),
-      c10::DispatchKeySet(c10::DispatchKey::PrivateUse1), cpu.dtype());
+      c10::Storage(storage), c10::DispatchKeySet(c10::DispatchKey::PrivateUse1),
+      cpu.dtype());
   out.unsafeGetTensorImpl()->set_sizes_and_strides(cpu.sizes(), cpu.strides(),
                                                    cpu.storage_offset());
   out._set_conj(cpu.is_conj());

@@ -22,4 +22,9 @@ TORCH_BACKEND_API at::Tensor host_alias(const at::Tensor& t);
 // with the same view of it; otherwise an undefined tensor.
 TORCH_BACKEND_API at::Tensor device_view_of_alias(const at::Tensor& cpu);
 
+// A device tensor over `storage` with `cpu`'s sizes, strides, offset and
+// conj/neg bits.
+TORCH_BACKEND_API at::Tensor device_tensor_like(const c10::Storage& storage,
+                                                const at::Tensor& cpu);
+
 }  // namespace torch_backend
