@@ -20,7 +20,7 @@ def main(steps: int = 20) -> None:
     print(f"backend: {backend.name} ({backend.description}), device: {device}")
     print(f"device name: {getattr(torch, backend.name).get_device_name(device)}")
 
-    torch.default_generator.manual_seed(0)
+    torch.manual_seed(0)  # seeds the CPU and every device generator
     # A two-class problem: is the sum of the features positive?
     features = torch.randn(256, 16)
     labels = (features.sum(dim=1) > 0).long()
