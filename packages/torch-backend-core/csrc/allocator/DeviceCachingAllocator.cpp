@@ -125,8 +125,7 @@ Block* DeviceCachingAllocator::malloc(size_t requested, c10::Stream stream) {
   block->requested_size = requested;
   update(stats_.allocation, pool, 1);
   update(stats_.allocated_bytes, pool, block->size);
-  update(stats_.active, pool, 1);
-  update(stats_.active_bytes, pool, block->size);
+  count_active(block, +1);
   update(stats_.requested_bytes, pool, requested);
   if (block->size >= max_split_size_) {
     stats_.oversize_allocations.increase(1);
@@ -226,15 +225,8 @@ Block* DeviceCachingAllocator::take_binned(c10::Stream stream, size_t size) {
   }
   Block* block = slot.back();
   slot.pop_back();
-  binned_ -= 1;
-  block->binned = false;
-  if (block->is_split()) {
-    update(stats_.inactive_split, *block->pool, -1);
-    update(stats_.inactive_split_bytes, *block->pool,
-           -static_cast<int64_t>(block->size));
-  }
-  update(stats_.active, *block->pool, 1);
-  update(stats_.active_bytes, *block->pool, block->size);
+  mark_binned(block, false);
+  count_active(block, +1);
   return block;
 }
 
@@ -247,35 +239,43 @@ bool DeviceCachingAllocator::bin(Block* block) {
     return false;
   }
   slot.push_back(block);
-  block->binned = true;
-  binned_ += 1;
-  // A binned block is free as far as statistics go, exactly as in a pool.
-  update(stats_.active, *block->pool, -1);
-  update(stats_.active_bytes, *block->pool, -static_cast<int64_t>(block->size));
-  if (block->is_split()) {
-    update(stats_.inactive_split, *block->pool, 1);
-    update(stats_.inactive_split_bytes, *block->pool, block->size);
-  }
+  count_active(block, -1);
+  mark_binned(block, true);
   return true;
 }
 
 void DeviceCachingAllocator::flush_bins() {
   for (std::vector<Block*>& slot : bins_) {
     for (Block* block : slot) {
-      block->binned = false;
-      // Undo the binned accounting; free_block redoes it through the pool.
-      if (block->is_split()) {
-        update(stats_.inactive_split, *block->pool, -1);
-        update(stats_.inactive_split_bytes, *block->pool,
-               -static_cast<int64_t>(block->size));
-      }
-      update(stats_.active, *block->pool, 1);
-      update(stats_.active_bytes, *block->pool, block->size);
+      // Back to "active but unpooled": free_block accounts it into the pool.
+      mark_binned(block, false);
+      count_active(block, +1);
       free_block(block);
     }
     slot.clear();
   }
-  binned_ = 0;
+}
+
+void DeviceCachingAllocator::mark_binned(Block* block, bool binned) {
+  // A binned block is free as far as statistics go, exactly as in a pool.
+  block->binned = binned;
+  binned_ = binned ? binned_ + 1 : binned_ - 1;
+  count_inactive_split(block, binned ? +1 : -1);
+}
+
+void DeviceCachingAllocator::count_active(const Block* block, int sign) {
+  update(stats_.active, *block->pool, sign);
+  update(stats_.active_bytes, *block->pool,
+         sign * static_cast<int64_t>(block->size));
+}
+
+void DeviceCachingAllocator::count_inactive_split(const Block* block,
+                                                  int sign) {
+  if (block->is_split()) {
+    update(stats_.inactive_split, *block->pool, sign);
+    update(stats_.inactive_split_bytes, *block->pool,
+           sign * static_cast<int64_t>(block->size));
+  }
 }
 
 void DeviceCachingAllocator::record_stream(Block* block, c10::Stream stream) {
@@ -286,8 +286,7 @@ void DeviceCachingAllocator::record_stream(Block* block, c10::Stream stream) {
 }
 
 void DeviceCachingAllocator::free_block(Block* block) {
-  update(stats_.active, *block->pool, -1);
-  update(stats_.active_bytes, *block->pool, -static_cast<int64_t>(block->size));
+  count_active(block, -1);
   merge_into(block, block->prev);
   merge_into(block, block->next);
   pool_insert(block);
@@ -318,19 +317,12 @@ void DeviceCachingAllocator::merge_into(Block* dst, Block* src) {
 void DeviceCachingAllocator::pool_insert(Block* block) {
   block->gc_age = 0;
   block->pool->blocks.insert(block);
-  if (block->is_split()) {
-    update(stats_.inactive_split, *block->pool, 1);
-    update(stats_.inactive_split_bytes, *block->pool, block->size);
-  }
+  count_inactive_split(block, +1);
 }
 
 void DeviceCachingAllocator::pool_erase(Block* block) {
   block->pool->blocks.erase(block);
-  if (block->is_split()) {
-    update(stats_.inactive_split, *block->pool, -1);
-    update(stats_.inactive_split_bytes, *block->pool,
-           -static_cast<int64_t>(block->size));
-  }
+  count_inactive_split(block, -1);
 }
 
 void DeviceCachingAllocator::record_events(Block* block) {

@@ -50,6 +50,12 @@ class DeviceCachingAllocator {
   Block* take_binned(c10::Stream stream, size_t size);
   bool bin(Block* block);
   void flush_bins();
+  // Moves a block in or out of the bins, with its statistics.
+  void mark_binned(Block* block, bool binned);
+  // Statistics of a block becoming active (+1) or inactive (-1), and of a
+  // split block entering (+1) or leaving (-1) the free ones.
+  void count_active(const Block* block, int sign);
+  void count_inactive_split(const Block* block, int sign);
   void merge_into(Block* dst, Block* src);
   void pool_insert(Block* block);
   void pool_erase(Block* block);

@@ -9,6 +9,7 @@
 #include <torch_backend/Allocator.h>
 #include <torch_backend/Generator.h>
 #include <torch_backend/HostAccess.h>
+#include <torch_backend/Runtime.h>
 
 #include "Fallback.h"
 
@@ -237,16 +238,10 @@ void host_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
     }
   }
   if (!device) {
-    device =
-        c10::Device(c10::DeviceType::PrivateUse1,
-                    c10::impl::getDeviceGuardImpl(c10::DeviceType::PrivateUse1)
-                        ->getDevice()
-                        .index());
-  } else if (!device->has_index()) {
-    device->set_index(
-        c10::impl::getDeviceGuardImpl(c10::DeviceType::PrivateUse1)
-            ->getDevice()
-            .index());
+    device = c10::Device(c10::DeviceType::PrivateUse1);
+  }
+  if (!device->has_index()) {
+    device->set_index(static_cast<c10::DeviceIndex>(current_device()));
   }
   c10::DeviceGuard guard(*device);
   wait_for_host_access(*device);
