@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+import warnings
 
 from torch_backend._backend import Backend
 from torch_backend._discovery import choose, discover
@@ -69,3 +70,21 @@ def _register(backend: Backend) -> None:
     _C._activate()
     torch._register_device_module(backend.name, make_device_module(backend.name))
     torch.utils.generate_methods_for_privateuse1_backend(for_tensor=True, for_module=True, for_storage=True)
+    _register_collectives(backend)
+
+
+def _register_collectives(backend: Backend) -> None:
+    # The device is usable without collectives: a failure here only warns.
+    try:
+        if backend.collectives is not None:
+            backend.collectives()
+        else:
+            from torch_backend.distributed import register_staged_backend
+
+            register_staged_backend(backend.name)
+    except Exception as error:
+        warnings.warn(
+            f"torch-backend: no c10d backend for '{backend.name}' tensors: {error}",
+            RuntimeWarning,
+            stacklevel=2,
+        )

@@ -21,6 +21,9 @@ class Backend:
         probe: cheap availability check that must not load the device library;
             by default the library file must exist.
         description: one line for ``python -m torch_backend``.
+        collectives: registers the device's own c10d backend (its vendor's
+            collective library) at activation; by default the staged Gloo
+            backend of :mod:`torch_backend.distributed` serves the device.
     """
 
     name: str
@@ -28,6 +31,7 @@ class Backend:
     priority: int = 0
     probe: Probe | None = None
     description: str = ""
+    collectives: Callable[[], None] | None = None
 
     def availability(self) -> tuple[bool, str]:
         """(available, reason), without loading the device library."""

@@ -1,0 +1,150 @@
+#include "Staging.h"
+
+#include <ATen/ops/empty.h>
+#include <c10/core/DeviceGuard.h>
+#include <c10/core/GradMode.h>
+
+#include <torch_backend/HostAccess.h>
+#include <torch_backend/Runtime.h>
+
+#include <algorithm>
+
+#include "StagedWork.h"
+
+namespace torch_backend::distributed {
+
+void Completion::run() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (done_) {
+    return;
+  }
+  // Marked first: a copy that throws reports to this waiter, not to a retry.
+  done_ = true;
+  at::NoGradGuard no_grad;  // results land like NCCL's: no autograd record
+  if (divisor_ != 1) {
+    for (auto& host : written_host_) {
+      host.div_(divisor_);
+    }
+  }
+  for (auto& [host, device] : copy_back_) {
+    c10::DeviceGuard guard(device.device());
+    device.copy_(host);  // blocking: the pinned buffer is free afterwards
+  }
+  written_host_.clear();
+  copy_back_.clear();
+  keep_alive_.clear();
+}
+
+Staging::Staging(StagingMode mode) : mode_(mode) {}
+
+at::Tensor Staging::stage(const at::Tensor& t, bool read, bool write) {
+  Completion& c = *completion_;
+  if (write) {
+    c.results.push_back(t);
+  }
+  if (!t.defined() || t.device().type() != c10::DeviceType::PrivateUse1) {
+    // Host tensors (this backend also serves "cpu") go to Gloo as they are.
+    if (write && t.defined()) {
+      c.written_host_.push_back(t);
+    }
+    return t;
+  }
+  // The collective must see every write enqueued before it, and must not
+  // overwrite memory that earlier work still reads.
+  if (std::find(synced_.begin(), synced_.end(), t.device()) == synced_.end()) {
+    wait_for_host_access(t.device());
+    synced_.push_back(t.device());
+  }
+  c.keep_alive_.push_back(t);
+  at::Tensor host;
+  if (mode_ == StagingMode::kAuto && t.is_contiguous() &&
+      active_capabilities().host_addressable_memory) {
+    host = host_alias(t);
+  } else {
+    host =
+        at::empty(t.sizes(), t.options().device(c10::kCPU).pinned_memory(true));
+    if (read) {
+      at::NoGradGuard no_grad;
+      host.copy_(t);
+    }
+    if (write) {
+      c.copy_back_.emplace_back(host, t);
+    }
+  }
+  if (write) {
+    c.written_host_.push_back(host);
+  }
+  return host;
+}
+
+at::Tensor Staging::input(const at::Tensor& t) { return stage(t, true, false); }
+at::Tensor Staging::output(const at::Tensor& t) {
+  return stage(t, false, true);
+}
+at::Tensor Staging::in_out(const at::Tensor& t) { return stage(t, true, true); }
+
+namespace {
+template <typename Stage>
+std::vector<at::Tensor> each(const std::vector<at::Tensor>& ts, Stage stage) {
+  std::vector<at::Tensor> staged;
+  staged.reserve(ts.size());
+  for (const auto& t : ts) {
+    staged.push_back(stage(t));
+  }
+  return staged;
+}
+}  // namespace
+
+std::vector<at::Tensor> Staging::inputs(const std::vector<at::Tensor>& ts) {
+  return each(ts, [this](const at::Tensor& t) { return input(t); });
+}
+std::vector<at::Tensor> Staging::outputs(const std::vector<at::Tensor>& ts) {
+  return each(ts, [this](const at::Tensor& t) { return output(t); });
+}
+std::vector<at::Tensor> Staging::in_outs(const std::vector<at::Tensor>& ts) {
+  return each(ts, [this](const at::Tensor& t) { return in_out(t); });
+}
+std::vector<std::vector<at::Tensor>> Staging::inputs(
+    const std::vector<std::vector<at::Tensor>>& lists) {
+  std::vector<std::vector<at::Tensor>> staged;
+  for (const auto& list : lists) {
+    staged.push_back(inputs(list));
+  }
+  return staged;
+}
+std::vector<std::vector<at::Tensor>> Staging::outputs(
+    const std::vector<std::vector<at::Tensor>>& lists) {
+  std::vector<std::vector<at::Tensor>> staged;
+  for (const auto& list : lists) {
+    staged.push_back(outputs(list));
+  }
+  return staged;
+}
+
+c10d::ReduceOp Staging::gloo_op(const c10d::ReduceOp& op, int world_size,
+                                bool divide) {
+  TORCH_CHECK_NOT_IMPLEMENTED(op.op_ != c10d::ReduceOp::PREMUL_SUM,
+                              "ReduceOp.PREMUL_SUM is not supported on ",
+                              "device tensors staged through Gloo");
+  if (op.op_ != c10d::ReduceOp::AVG) {
+    return op;
+  }
+  for (const auto& host : completion_->written_host_) {
+    TORCH_CHECK_VALUE(
+        at::isFloatingType(host.scalar_type()) ||
+            at::isComplexType(host.scalar_type()),
+        "ReduceOp.AVG needs floating-point or complex tensors, got ",
+        host.scalar_type());
+  }
+  if (divide) {
+    completion_->divisor_ = world_size;
+  }
+  return c10d::ReduceOp(c10d::ReduceOp::SUM);
+}
+
+c10::intrusive_ptr<c10d::Work> Staging::finish(
+    c10::intrusive_ptr<c10d::Work> inner) {
+  return c10::make_intrusive<StagedWork>(std::move(inner), completion_);
+}
+
+}  // namespace torch_backend::distributed

@@ -1,0 +1,69 @@
+// The host side of one collective. Gloo reads and writes host memory only, so
+// every device tensor a collective touches gets a host stand-in: an alias of
+// the device memory when host code can address it (zero-copy), otherwise a
+// pinned buffer that is copied in before and copied back after.
+#pragma once
+#include <ATen/core/Tensor.h>
+#include <torch/csrc/distributed/c10d/Types.hpp>
+#include <torch/csrc/distributed/c10d/Work.hpp>
+
+#include <memory>
+#include <vector>
+
+namespace torch_backend::distributed {
+
+// Whether device memory may be aliased or must be copied through pinned
+// buffers (always the case for memory host code cannot address).
+enum class StagingMode { kAuto, kPinned };
+
+// What has to happen once Gloo is done: AVG's division, copies back to the
+// device. Shared by the work object and its future; runs exactly once.
+class Completion {
+ public:
+  void run();
+  std::vector<at::Tensor> results;  // device tensors Work::result() reports
+
+ private:
+  friend class Staging;
+  std::mutex mutex_;
+  bool done_ = false;
+  int64_t divisor_ = 1;
+  std::vector<at::Tensor> written_host_;  // what Gloo writes, in host memory
+  std::vector<std::pair<at::Tensor, at::Tensor>> copy_back_;  // host, device
+  std::vector<at::Tensor> keep_alive_;  // inputs, until the work is done
+};
+
+class Staging {
+ public:
+  explicit Staging(StagingMode mode);
+
+  at::Tensor input(const at::Tensor& t);   // read by the collective
+  at::Tensor output(const at::Tensor& t);  // written by it
+  at::Tensor in_out(const at::Tensor& t);  // both (all_reduce, broadcast)
+  std::vector<at::Tensor> inputs(const std::vector<at::Tensor>& ts);
+  std::vector<at::Tensor> outputs(const std::vector<at::Tensor>& ts);
+  std::vector<at::Tensor> in_outs(const std::vector<at::Tensor>& ts);
+  std::vector<std::vector<at::Tensor>> inputs(
+      const std::vector<std::vector<at::Tensor>>& lists);
+  std::vector<std::vector<at::Tensor>> outputs(
+      const std::vector<std::vector<at::Tensor>>& lists);
+
+  // The op Gloo runs for `op`: AVG becomes SUM and the staged outputs are
+  // divided by `world_size` afterwards (Gloo has no AVG). Call after the
+  // outputs are staged; `divide` false leaves them undivided (reduce's
+  // non-root ranks).
+  c10d::ReduceOp gloo_op(const c10d::ReduceOp& op, int world_size,
+                         bool divide = true);
+
+  // The work to hand back: waits for `inner`, then finishes the copies.
+  c10::intrusive_ptr<c10d::Work> finish(c10::intrusive_ptr<c10d::Work> inner);
+
+ private:
+  at::Tensor stage(const at::Tensor& t, bool read, bool write);
+
+  StagingMode mode_;
+  std::vector<c10::Device> synced_;
+  std::shared_ptr<Completion> completion_ = std::make_shared<Completion>();
+};
+
+}  // namespace torch_backend::distributed

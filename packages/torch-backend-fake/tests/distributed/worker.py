@@ -1,0 +1,232 @@
+"""One rank of a distributed test: ``python worker.py SCENARIO PORT RANK WORLD_SIZE``.
+
+Joins the TCP store the test process serves on PORT, runs SCENARIO and exits 0
+only if every check held. Run by test_distributed.py, never by pytest itself.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from collections.abc import Callable
+from datetime import timedelta
+
+import torch
+import torch.distributed as dist
+
+STAGED = "staged_gloo"
+
+
+def join(port: int, rank: int, world: int, timeout_s: float = 60.0) -> None:
+    store = dist.TCPStore("127.0.0.1", port, world, is_master=False, timeout=timedelta(seconds=timeout_s))
+    dist.init_process_group(STAGED, store=store, rank=rank, world_size=world, timeout=timedelta(seconds=timeout_s))
+
+
+def check(actual: torch.Tensor, expected: torch.Tensor, what: str) -> None:
+    if actual.device.type != "fake":
+        raise AssertionError(f"{what}: result moved to {actual.device}")
+    torch.testing.assert_close(actual.cpu(), expected, msg=lambda m: f"{what}: {m}")
+
+
+def layouts(device: str) -> dict[str, Callable[[torch.Tensor], torch.Tensor]]:
+    """Ways to put a 1-D CPU tensor on the device: contiguous, and a strided view."""
+
+    def strided(t: torch.Tensor) -> torch.Tensor:
+        # Every other element of a twice-as-long buffer: a non-contiguous view.
+        view = torch.full((2 * t.numel(),), -7.0, dtype=t.dtype, device=device)[::2]
+        view.copy_(t)
+        assert not view.is_contiguous()
+        return view
+
+    return {"contiguous": lambda t: t.to(device), "strided": strided}
+
+
+def run_ops(rank: int, world: int, device: str, make: Callable[[torch.Tensor], torch.Tensor], label: str) -> None:
+    n = 6
+    W = world  # noqa: N806 - reads like the formulas it checks
+    val = float(rank + 1)
+
+    def ones(v: float) -> torch.Tensor:
+        return torch.full((n,), float(v))
+
+    # broadcast from the last rank
+    t = make(ones(val))
+    dist.broadcast(t, src=W - 1)
+    check(t, ones(W), f"{label} broadcast")
+
+    # all_reduce, every op
+    expected = {
+        dist.ReduceOp.SUM: W * (W + 1) / 2,
+        dist.ReduceOp.PRODUCT: float(torch.arange(1, W + 1).prod()),
+        dist.ReduceOp.MIN: 1.0,
+        dist.ReduceOp.MAX: float(W),
+        dist.ReduceOp.AVG: (W + 1) / 2,
+    }
+    for op, value in expected.items():
+        t = make(ones(val))
+        dist.all_reduce(t, op=op)
+        check(t, ones(value), f"{label} all_reduce {op}")
+
+    # reduce to rank 1: only the root's result is defined
+    t = make(ones(val))
+    dist.reduce(t, dst=1, op=dist.ReduceOp.SUM)
+    if rank == 1:
+        check(t, ones(W * (W + 1) / 2), f"{label} reduce")
+
+    # all_gather (list) and all_gather_single
+    outs = [make(ones(-1.0)) for _ in range(W)]
+    dist.all_gather(outs, make(ones(val)))
+    for i, out in enumerate(outs):
+        check(out, ones(i + 1), f"{label} all_gather[{i}]")
+    flat = make(torch.zeros(W * n))
+    dist.all_gather_single(flat, make(ones(val)))
+    check(flat, torch.cat([ones(i + 1) for i in range(W)]), f"{label} all_gather_single")
+
+    # reduce_scatter (list) and reduce_scatter_single: chunk i of rank r holds (r+1)*(i+1)
+    total = W * (W + 1) / 2
+    out = make(ones(-1.0))
+    dist.reduce_scatter(out, [make(ones(val * (i + 1))) for i in range(W)])
+    check(out, ones(total * (rank + 1)), f"{label} reduce_scatter")
+    out = make(ones(-1.0))
+    dist.reduce_scatter_single(out, make(torch.cat([ones(val * (i + 1)) for i in range(W)])), op=dist.ReduceOp.AVG)
+    check(out, ones(total * (rank + 1) / W), f"{label} reduce_scatter_single avg")
+
+    # all_to_all_single: rank r sends r*W + j to rank j
+    send = make(torch.tensor([float(rank * W + j) for j in range(W)]))
+    recv = make(torch.full((W,), -1.0))
+    dist.all_to_all_single(recv, send)
+    check(recv, torch.tensor([float(j * W + rank) for j in range(W)]), f"{label} all_to_all_single")
+    recvs = [make(ones(-1.0)) for _ in range(W)]
+    dist.all_to_all(recvs, [make(ones(rank * W + j)) for j in range(W)])
+    for j, got in enumerate(recvs):
+        check(got, ones(j * W + rank), f"{label} all_to_all[{j}]")
+
+    # gather to and scatter from rank 0
+    gathered = [make(ones(-1.0)) for _ in range(W)] if rank == 0 else None
+    dist.gather(make(ones(val)), gathered, dst=0)
+    if rank == 0:
+        for i, got in enumerate(gathered):
+            check(got, ones(i + 1), f"{label} gather[{i}]")
+    out = make(ones(-1.0))
+    dist.scatter(out, [make(ones(10.0 + i)) for i in range(W)] if rank == 0 else None, src=0)
+    check(out, ones(10.0 + rank), f"{label} scatter")
+
+    # send / recv around the ring
+    got = make(ones(-1.0))
+    reqs = [dist.isend(make(ones(val)), (rank + 1) % W), dist.irecv(got, (rank - 1) % W)]
+    for req in reqs:
+        req.wait()
+    check(got, ones((rank - 1) % W + 1), f"{label} send/recv")
+
+    # coalesced, as DDP and FSDP issue them
+    a, b = make(ones(val)), make(ones(2 * val))
+    with dist._coalescing_manager(device=torch.device(device)):
+        dist.all_reduce(a)
+        dist.all_reduce(b)
+    check(a, ones(total), f"{label} coalesced all_reduce[0]")
+    check(b, ones(2 * total), f"{label} coalesced all_reduce[1]")
+    outs = [make(torch.zeros(W * n)) for _ in range(2)]
+    with dist._coalescing_manager(device=torch.device(device)):
+        for k, o in enumerate(outs):
+            dist.all_gather_single(o, make(ones(val + 10 * k)))
+    for k, o in enumerate(outs):
+        check(o, torch.cat([ones(i + 1 + 10 * k) for i in range(W)]), f"{label} coalesced all_gather[{k}]")
+    outs = [make(ones(-1.0)) for _ in range(2)]
+    with dist._coalescing_manager(device=torch.device(device)):
+        for k, o in enumerate(outs):
+            dist.reduce_scatter_single(o, make(torch.cat([ones(val * (i + 1) + k) for i in range(W)])))
+    for k, o in enumerate(outs):
+        check(o, ones(total * (rank + 1) + W * k), f"{label} coalesced reduce_scatter[{k}]")
+
+    dist.barrier()
+
+
+def scenario_ops(rank: int, world: int) -> None:
+    """Every operation, contiguous and strided, on fake:0 and fake:1, aliased and pinned-staged."""
+    for device in ("fake:0", "fake:1"):
+        for label, make in layouts(device).items():
+            staging = os.environ.get("TORCH_BACKEND_DIST_STAGING", "auto")
+            run_ops(rank, world, device, make, f"[{device} {label} {staging}]")
+
+
+def scenario_ordering(rank: int, world: int) -> None:
+    """Collectives see earlier stream work; async work's wait() and future deliver the result."""
+    torch.fake.set_device(0)
+    side = torch.fake.Stream()
+    src = torch.full((1024,), float(rank + 1)).pin_memory()
+    t = torch.zeros(1024, device="fake")
+    with torch.fake.stream(side):
+        torch.fake._sleep(200_000)  # the copy below lands only after 0.2 s
+        t.copy_(src, non_blocking=True)
+        work = dist.all_reduce(t, async_op=True)
+    work.wait()
+    check(t, torch.full((1024,), world * (world + 1) / 2), "all_reduce after queued copy")
+    fut = dist.all_reduce(t, async_op=True).get_future()
+    doubled = fut.then(lambda f: f.value()[0] * 2).wait()
+    check(t, torch.full((1024,), world * world * (world + 1) / 2), "future result in place")
+    check(doubled, torch.full((1024,), float(world * world * (world + 1))), "future value")
+
+
+def scenario_errors(rank: int, world: int) -> None:
+    """Bad input gets PyTorch's kinds of errors, and the group stays usable."""
+    t = torch.ones(4, dtype=torch.int64, device="fake")
+    try:
+        dist.all_reduce(t, op=dist.ReduceOp.AVG)
+    except ValueError as e:
+        assert "floating-point" in str(e), e
+    else:
+        raise AssertionError("AVG on int64 did not raise")
+    t = torch.ones(4, device="fake")
+    dist.all_reduce(t)
+    check(t, torch.full((4,), float(world)), "all_reduce after a rejected call")
+
+
+def scenario_die(rank: int, world: int) -> None:
+    """The last rank dies after one collective; the others must fail, not hang."""
+    t = torch.ones(4, device="fake")
+    dist.all_reduce(t)
+    if rank == world - 1:
+        os._exit(17)
+    time.sleep(0.5)
+    start = time.monotonic()
+    try:
+        for _ in range(100):
+            dist.all_reduce(t)
+    except Exception as e:
+        print(f"SURVIVOR_ERROR after {time.monotonic() - start:.1f}s: {type(e).__name__}: {e}", flush=True)
+        os._exit(3)
+    raise AssertionError("collectives with a dead peer did not fail")
+
+
+def scenario_stall(rank: int, world: int) -> None:
+    """The last rank stops taking part (alive, sockets open); the others must time out."""
+    t = torch.ones(4, device="fake")
+    dist.all_reduce(t)
+    timeout_s = float(os.environ["DIST_TEST_TIMEOUT_S"])
+    if rank == world - 1:
+        time.sleep(2 * timeout_s + 1)
+        os._exit(17)
+    start = time.monotonic()
+    try:
+        dist.all_reduce(t)
+    except Exception as e:
+        print(f"SURVIVOR_ERROR after {time.monotonic() - start:.1f}s: {type(e).__name__}: {e}", flush=True)
+        os._exit(3)
+    raise AssertionError("a collective with a stalled peer did not fail")
+
+
+SCENARIOS = {name.removeprefix("scenario_"): f for name, f in globals().items() if name.startswith("scenario_")}
+
+
+def main() -> None:
+    scenario, port, rank, world = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
+    timeout_s = float(os.environ.get("DIST_TEST_TIMEOUT_S", "60"))
+    join(port, rank, world, timeout_s)
+    SCENARIOS[scenario](rank, world)
+    dist.destroy_process_group()
+    print(f"rank {rank}: {scenario} ok", flush=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,126 @@
+"""The staged Gloo c10d backend on fake tensors, with 2 and 3 real processes.
+
+Each test serves a TCP store on a free loopback port and starts the ranks as
+subprocesses (tests/distributed/worker.py), bounded in time.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from datetime import timedelta
+from pathlib import Path
+
+import pytest
+import torch
+import torch.distributed as dist
+
+WORKER = Path(__file__).parent / "distributed" / "worker.py"
+
+
+def run_ranks(scenario: str, world: int, *, env: dict[str, str] | None = None, limit_s: float = 240.0):
+    """Start `world` ranks of `scenario`; return [(returncode, output)] per rank."""
+    store = dist.TCPStore("127.0.0.1", 0, world, is_master=True, wait_for_workers=False)
+    child_env = {**os.environ, "TORCH_BACKEND": "fake", **(env or {})}
+    procs = [
+        subprocess.Popen(
+            [sys.executable, str(WORKER), scenario, str(store.port), str(rank), str(world)],
+            env=child_env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
+        for rank in range(world)
+    ]
+    deadline = time.monotonic() + limit_s
+    results = []
+    for proc in procs:
+        try:
+            out, _ = proc.communicate(timeout=max(1.0, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            for p in procs:
+                p.kill()
+            out, _ = proc.communicate()
+            pytest.fail(f"{scenario}: ranks still running after {limit_s:.0f} s:\n{out}")
+        results.append((proc.returncode, out))
+    del store
+    return results
+
+
+def assert_all_ok(results) -> None:
+    for rank, (code, out) in enumerate(results):
+        assert code == 0, f"rank {rank} exited {code}:\n{out}"
+
+
+def test_registered_as_default_backend_of_the_device():
+    assert dist.Backend.default_device_backend_map["fake"] == "staged_gloo"
+    assert set(dist.Backend.backend_capability["staged_gloo"]) == {"fake", "cpu"}
+
+
+@pytest.mark.parametrize("staging", ["auto", "pinned"])
+@pytest.mark.parametrize("world", [2, 3])
+def test_every_operation(world: int, staging: str):
+    assert_all_ok(run_ranks("ops", world, env={"TORCH_BACKEND_DIST_STAGING": staging}))
+
+
+@pytest.mark.parametrize("staging", ["auto", "pinned"])
+def test_stream_ordering_and_async_work(staging: str):
+    assert_all_ok(run_ranks("ordering", 2, env={"TORCH_BACKEND_DIST_STAGING": staging}))
+
+
+def test_bad_input_raises_and_group_survives():
+    assert_all_ok(run_ranks("errors", 2))
+
+
+def survivor_errors(results) -> list[tuple[float, str]]:
+    """(seconds the failing collective took, error text) of every surviving rank."""
+    assert results[-1][0] == 17, results[-1][1]
+    errors = []
+    for code, out in results[:-1]:
+        assert code == 3, out
+        line = next(line for line in out.splitlines() if line.startswith("SURVIVOR_ERROR"))
+        seconds = float(line.split("after ")[1].split("s:")[0])
+        errors.append((seconds, line))
+    return errors
+
+
+def test_dead_peer_fails_survivors_at_once():
+    for seconds, line in survivor_errors(run_ranks("die", 3, env={"DIST_TEST_TIMEOUT_S": "30"}, limit_s=120)):
+        assert "Connection closed by peer" in line and seconds < 30, line
+
+
+def test_stalled_peer_fails_survivors_within_the_timeout():
+    timeout_s = 4
+    results = run_ranks("stall", 2, env={"DIST_TEST_TIMEOUT_S": str(timeout_s)}, limit_s=120)
+    for seconds, line in survivor_errors(results):
+        assert "Timed out" in line or "timeout" in line.lower(), line
+        assert timeout_s * 0.5 <= seconds <= timeout_s * 2 + 2, line
+
+
+def test_invalid_staging_mode_is_a_clear_error():
+    from torch_backend.distributed import _create_backend
+
+    os.environ["TORCH_BACKEND_DIST_STAGING"] = "sometimes"
+    try:
+        with pytest.raises(ValueError, match="TORCH_BACKEND_DIST_STAGING"):
+            _create_backend(dist.HashStore(), 0, 1, timedelta(seconds=5))
+    finally:
+        del os.environ["TORCH_BACKEND_DIST_STAGING"]
+
+
+def test_single_process_group_on_cpu_and_fake():
+    """World size 1 in this process: CPU tensors pass through, fake tensors are staged."""
+    store = dist.HashStore()
+    dist.init_process_group("staged_gloo", store=store, rank=0, world_size=1)
+    try:
+        t = torch.arange(4.0, device="fake")
+        c = torch.arange(4.0)
+        dist.all_reduce(t, op=dist.ReduceOp.AVG)
+        dist.all_reduce(c)
+        torch.testing.assert_close(t.cpu(), torch.arange(4.0))
+        torch.testing.assert_close(c, torch.arange(4.0))
+        assert dist.get_backend() == "staged_gloo"
+    finally:
+        dist.destroy_process_group()
