@@ -70,6 +70,25 @@ def test_stream_ordering_and_async_work(staging: str):
     assert_all_ok(run_ranks("ordering", 2, env={"TORCH_BACKEND_DIST_STAGING": staging}))
 
 
+def test_ddp_reports_device_times():
+    assert_all_ok(run_ranks("ddp_timing", 2))
+
+
+def test_ddp_example_under_torchrun():
+    """examples/ddp_train.py checks itself: equal ranks, equal to one process on the whole batches."""
+    example = Path(__file__).parents[3] / "examples" / "ddp_train.py"
+    run = subprocess.run(
+        [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2", str(example)],
+        env={**os.environ, "TORCH_BACKEND": "fake"},
+        capture_output=True,
+        text=True,
+        timeout=240,
+    )
+    assert run.returncode == 0, run.stdout + run.stderr
+    # Both ranks report; their lines may interleave in the shared pipe.
+    assert run.stdout.count("across ranks 0.00e+00") == 2, run.stdout
+
+
 def test_bad_input_raises_and_group_survives():
     assert_all_ok(run_ranks("errors", 2))
 

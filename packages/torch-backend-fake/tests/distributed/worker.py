@@ -216,6 +216,17 @@ def scenario_stall(rank: int, world: int) -> None:
     raise AssertionError("a collective with a stalled peer did not fail")
 
 
+def scenario_ddp_timing(rank: int, world: int) -> None:
+    """DDP's own runtime statistics read the device's stream clock."""
+    device = torch.device("fake", rank % torch.fake.device_count())
+    model = torch.nn.parallel.DistributedDataParallel(torch.nn.Linear(64, 64).to(device), device_ids=[device.index])
+    for _ in range(3):
+        model(torch.randn(32, 64, device=device)).sum().backward()
+    stats = model._get_ddp_logging_data()
+    for key in ("avg_backward_compute_time", "avg_backward_comm_time"):
+        assert stats.get(key, 0) > 0, f"{key} missing or zero: {stats}"
+
+
 SCENARIOS = {name.removeprefix("scenario_"): f for name, f in globals().items() if name.startswith("scenario_")}
 
 
