@@ -63,6 +63,7 @@ def make_tests_session(backend: str) -> None:
             "python", "-m", "torch_backend.bench", "--quick", "--json", str(ROOT / "build" / "bench-smoke.json"),
             env={"TORCH_BACKEND": backend},
         )  # fmt: skip
+        session.run("python", "-m", "torch_backend.bench.allreduce", "--quick", env={"TORCH_BACKEND": backend})
 
 
 make_tests_session("fake")
@@ -100,6 +101,8 @@ def bench(session: nox.Session) -> None:
     install_packages(session, *BACKENDS.values())
     session.install("matplotlib==3.11.2")
     session.run("python", "-m", "torch_backend.bench", *session.posargs)
+    allreduce_json = ROOT / "docs" / "bench" / "allreduce.json"
+    session.run("python", "-m", "torch_backend.bench.allreduce", "--json", str(allreduce_json))
 
 
 @nox.session(tags=["ci"])
