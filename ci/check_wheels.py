@@ -20,6 +20,11 @@ CORE_FILES = [
     "torch_backend/share/cmake/TorchBackendCore/TorchBackendCoreConfig.cmake",
 ]
 ONE_LINER = "import torch; x = torch.randn(4, device='fake'); print((x * 2 + 1).cpu())"
+# One-rank group: loads torch_backend._distributed from the wheel.
+DIST_ONE_LINER = (
+    "import torch, torch.distributed as d; d.init_process_group(store=d.HashStore(), rank=0, world_size=1); "
+    "t = torch.ones(2, device='fake'); d.all_reduce(t); print(t.cpu()); d.destroy_process_group()"
+)
 
 
 def fail(message: str) -> None:
@@ -77,6 +82,9 @@ def check_fresh_venv(wheels: list[Path], scratch: Path) -> None:
     out = run(python, "-c", ONE_LINER, cwd=work)
     if not out.startswith("tensor(["):
         fail(f"one-liner printed {out!r}")
+    out = run(python, "-c", DIST_ONE_LINER, cwd=work)
+    if not out.startswith("tensor([1., 1.])"):
+        fail(f"distributed one-liner printed {out!r}")
     report = run(python, "-m", "torch_backend", cwd=work)
     if "active: fake (2 devices)" not in report:
         fail(f"unexpected report:\n{report}")
