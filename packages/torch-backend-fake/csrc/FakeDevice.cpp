@@ -10,6 +10,7 @@
 //   TORCH_BACKEND_FAKE_DEVICE_COUNT  number of devices (default 2)
 //   TORCH_BACKEND_FAKE_MEMORY_MB     capacity of each device (default 65536)
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstdlib>
@@ -97,12 +98,19 @@ class Stream {
     push({std::move(signal), true});
   }
 
-  bool idle() {
-    std::lock_guard<std::mutex> lock(mutex_);
-    return completed_ == enqueued_;
+  // Counters change under the mutex but are read without it: an idle
+  // stream (the common case: the CPU fallback synchronises before every
+  // kernel) answers without locking. The acquire pairs with the worker's
+  // increment after the work, so its writes are visible.
+  bool idle() const {
+    return completed_.load(std::memory_order_acquire) ==
+           enqueued_.load(std::memory_order_acquire);
   }
 
   void synchronize() {
+    if (idle()) {
+      return;
+    }
     std::unique_lock<std::mutex> lock(mutex_);
     const std::uint64_t target = enqueued_;
     work_done_.wait(lock, [&] { return completed_ >= target; });
@@ -149,8 +157,8 @@ class Stream {
   std::condition_variable work_ready_;
   std::condition_variable work_done_;
   std::deque<Item> queue_;
-  std::uint64_t enqueued_ = 0;
-  std::uint64_t completed_ = 0;
+  std::atomic<std::uint64_t> enqueued_{0};
+  std::atomic<std::uint64_t> completed_{0};
   std::thread worker_;
 };
 
@@ -195,7 +203,7 @@ class FakeRuntime final : public torch_backend::DeviceRuntime {
                       env_long("TORCH_BACKEND_FAKE_MEMORY_MB", 65536))
                   << 20),
         used_(device_count_, 0),
-        default_streams_(device_count_, nullptr) {}
+        default_streams_(new std::atomic<Stream*>[device_count_]()) {}
 
   // --- devices ---------------------------------------------------------------
   Status device_count(int* count) override {
@@ -464,11 +472,18 @@ class FakeRuntime final : public torch_backend::DeviceRuntime {
     if (handle != nullptr) {
       return static_cast<Stream*>(handle);
     }
+    // Every kernel of the CPU fallback synchronises the default stream:
+    // once created, it is found without a lock.
+    std::atomic<Stream*>& slot = default_streams_[current_device_];
+    if (Stream* stream = slot.load(std::memory_order_acquire)) {
+      return stream;
+    }
     std::lock_guard<std::mutex> lock(mutex_);
-    Stream*& stream = default_streams_[current_device_];
+    Stream* stream = slot.load(std::memory_order_relaxed);
     if (stream == nullptr) {
       stream = new Stream(current_device_);
       streams_.push_back(stream);
+      slot.store(stream, std::memory_order_release);
     }
     return stream;
   }
@@ -491,7 +506,7 @@ class FakeRuntime final : public torch_backend::DeviceRuntime {
   std::vector<std::size_t> used_;
   std::unordered_map<void*, Block> blocks_;
   std::unordered_set<void*> host_blocks_;
-  std::vector<Stream*> default_streams_;
+  std::unique_ptr<std::atomic<Stream*>[]> default_streams_;
   std::vector<Stream*> streams_;
 };
 

@@ -11,7 +11,11 @@
 namespace torch_backend {
 namespace {
 
-void release_alias(void* ctx) { delete static_cast<c10::Storage*>(ctx); }
+// An alias's context is the device StorageImpl it holds a reference to (no
+// extra heap object per alias: the fallback makes one per device argument).
+void release_alias(void* ctx) {
+  c10::raw::intrusive_ptr::decref(static_cast<c10::StorageImpl*>(ctx));
+}
 
 }  // namespace
 
@@ -25,8 +29,10 @@ at::Tensor host_alias(const at::Tensor& t) {
   const c10::Storage& storage = t.storage();
   // The context owns a reference to the device storage: the memory lives as
   // long as any alias of it.
-  c10::DataPtr data(storage.mutable_data(), new c10::Storage(storage),
-                    &release_alias, c10::Device(c10::DeviceType::CPU));
+  c10::StorageImpl* impl = storage.unsafeGetStorageImpl();
+  c10::raw::intrusive_ptr::incref(impl);
+  c10::DataPtr data(storage.mutable_data(), impl, &release_alias,
+                    c10::Device(c10::DeviceType::CPU));
   // Resizable through the CPU allocator: an out= kernel that grows its
   // output gets (routed) device memory, which the fallback moves back.
   c10::Storage alias(c10::Storage::use_byte_size_t(), storage.nbytes(),
@@ -49,8 +55,10 @@ at::Tensor device_view_of_alias(const at::Tensor& cpu) {
   if (data.get_deleter() != &release_alias) {
     return {};
   }
-  return device_tensor_like(*static_cast<c10::Storage*>(data.get_context()),
-                            cpu);
+  auto* impl = static_cast<c10::StorageImpl*>(data.get_context());
+  return device_tensor_like(
+      c10::Storage(c10::intrusive_ptr<c10::StorageImpl>::reclaim_copy(impl)),
+      cpu);
 }
 
 at::Tensor device_tensor_like(const c10::Storage& storage,

@@ -5,6 +5,7 @@
 #include <ATen/CPUGeneratorImpl.h>
 #include <ATen/core/Tensor.h>
 #include <c10/core/DeviceGuard.h>
+#include <c10/util/SmallVector.h>
 
 #include <torch_backend/Allocator.h>
 #include <torch_backend/Generator.h>
@@ -17,53 +18,6 @@ namespace torch_backend {
 namespace {
 
 using c10::IValue;
-
-bool on_device(const at::Tensor& t) {
-  return t.defined() && t.device().type() == c10::DeviceType::PrivateUse1;
-}
-
-// CUDA's rule: one device per op, except CPU scalars (and CPU indices for
-// indexing ops, which CUDA kernels accept too).
-class DeviceCheck {
- public:
-  explicit DeviceCheck(const c10::OperatorHandle& op)
-      : allow_cpu_tensors_(op.schema().name().find("index") !=
-                           std::string::npos) {}
-
-  void see(const at::Tensor& t) {
-    if (!t.defined()) {
-      return;
-    }
-    if (on_device(t)) {
-      if (!device_) {
-        device_ = t.device();
-      } else if (*device_ != t.device()) {
-        fail(*device_, t.device());
-      }
-    } else if (t.is_cpu() && t.dim() > 0 && !allow_cpu_tensors_) {
-      cpu_seen_ = true;
-    }
-  }
-
-  std::optional<c10::Device> device() const {
-    if (device_ && cpu_seen_) {
-      fail(*device_, c10::Device(c10::DeviceType::CPU));
-    }
-    return device_;
-  }
-
- private:
-  [[noreturn]] static void fail(c10::Device a, c10::Device b) {
-    TORCH_CHECK(false,
-                "Expected all tensors to be on the same device, but found at "
-                "least two devices, ",
-                a, " and ", b, "!");
-  }
-
-  bool allow_cpu_tensors_;
-  bool cpu_seen_ = false;
-  std::optional<c10::Device> device_;
-};
 
 template <typename Fn>
 void for_each_tensor(const IValue& value, Fn&& fn) {
@@ -185,8 +139,25 @@ void write_back_metadata(const at::Tensor& device, const at::Tensor& alias) {
   }
 }
 
-at::Tensor to_device(const at::Tensor& cpu, c10::Device device,
-                     AdoptedStorages& adopted) {
+IValue value_to_device(const IValue& value, c10::Device device,
+                       AdoptedStorages& adopted) {
+  if (value.isTensor()) {
+    return result_to_device(value.toTensor(), device, adopted);
+  }
+  if (value.isTensorList()) {
+    c10::List<at::Tensor> out;
+    for (const at::Tensor& t : value.toTensorVector()) {
+      out.push_back(result_to_device(t, device, adopted));
+    }
+    return out;
+  }
+  return value;
+}
+
+}  // namespace
+
+at::Tensor result_to_device(const at::Tensor& cpu, c10::Device device,
+                            AdoptedStorages& adopted) {
   if (!cpu.defined() || !cpu.is_cpu()) {
     return cpu;
   }
@@ -201,30 +172,13 @@ at::Tensor to_device(const at::Tensor& cpu, c10::Device device,
   return cpu.to(device);  // e.g. a kernel returning a cached CPU tensor
 }
 
-IValue result_to_device(const IValue& value, c10::Device device,
-                        AdoptedStorages& adopted) {
-  if (value.isTensor()) {
-    return to_device(value.toTensor(), device, adopted);
-  }
-  if (value.isTensorList()) {
-    c10::List<at::Tensor> out;
-    for (const at::Tensor& t : value.toTensorVector()) {
-      out.push_back(to_device(t, device, adopted));
-    }
-    return out;
-  }
-  return value;
-}
-
-}  // namespace
-
 void host_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
   apply_fallback_policy(op);
   const c10::FunctionSchema& schema = op.schema();
   const size_t num_args = schema.arguments().size();
   const size_t first = stack->size() - num_args;
 
-  DeviceCheck check(op);
+  DeviceCheck check(&op);
   for (size_t i = first; i < stack->size(); ++i) {
     for_each_tensor((*stack)[i], [&](const at::Tensor& t) { check.see(t); });
   }
@@ -245,19 +199,31 @@ void host_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
   }
   c10::DeviceGuard guard(*device);
   wait_for_host_access(*device);
+  RoutedAllocationScope routed_scope;
 
-  std::vector<IValue> originals(stack->begin() + first, stack->end());
+  // Arguments the op writes (in-place, out=): the caller's tensors, kept to
+  // return them and to carry metadata changes back; and their aliases.
+  struct Written {
+    size_t index;
+    IValue original;
+    IValue alias;
+  };
+  c10::SmallVector<Written, 2> written;
   std::optional<GeneratorBridge> generator;
   for (size_t i = 0; i < num_args; ++i) {
+    const c10::Argument& arg = schema.arguments()[i];
     IValue& slot = (*stack)[first + i];
-    if (is_generator_arg(schema.arguments()[i])) {
+    if (is_generator_arg(arg)) {
       generator.emplace(slot, *device);
       slot = generator->cpu();
+    } else if (arg.alias_info() != nullptr) {
+      IValue original = slot;
+      slot = alias_value(slot);
+      written.push_back({i, std::move(original), slot});
     } else {
       slot = alias_value(slot);
     }
   }
-  std::vector<IValue> aliases(stack->begin() + first, stack->end());
   {
     RouteCpuAllocations route(device->index());
     op.redispatchBoxed(c10::DispatchKeySet(c10::DispatchKey::CPU), stack);
@@ -266,17 +232,17 @@ void host_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
     generator->write_back();
   }
 
-  for (size_t i = 0; i < num_args; ++i) {
-    const c10::Argument& arg = schema.arguments()[i];
-    if (arg.alias_info() != nullptr && arg.alias_info()->isWrite()) {
-      if (originals[i].isTensor()) {
-        write_back_metadata(originals[i].toTensor(), aliases[i].toTensor());
-      } else if (originals[i].isTensorList()) {
-        const auto devs = originals[i].toTensorVector();
-        const auto cpus = aliases[i].toTensorVector();
-        for (size_t k = 0; k < devs.size(); ++k) {
-          write_back_metadata(devs[k], cpus[k]);
-        }
+  for (const Written& w : written) {
+    if (!schema.arguments()[w.index].alias_info()->isWrite()) {
+      continue;
+    }
+    if (w.original.isTensor()) {
+      write_back_metadata(w.original.toTensor(), w.alias.toTensor());
+    } else if (w.original.isTensorList()) {
+      const auto devs = w.original.toTensorVector();
+      const auto cpus = w.alias.toTensorVector();
+      for (size_t k = 0; k < devs.size(); ++k) {
+        write_back_metadata(devs[k], cpus[k]);
       }
     }
   }
@@ -286,10 +252,17 @@ void host_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
   AdoptedStorages adopted;
   for (size_t r = 0; r < returns.size(); ++r) {
     IValue& slot = (*stack)[first_ret + r];
-    if (auto arg = aliased_argument(schema, returns[r])) {
-      slot = originals[*arg];  // in-place and out=: the caller's own tensor
+    const auto arg = aliased_argument(schema, returns[r]);
+    const Written* caller = nullptr;
+    for (const Written& w : written) {
+      if (arg && w.index == *arg) {
+        caller = &w;
+      }
+    }
+    if (caller != nullptr) {
+      slot = caller->original;  // in-place and out=: the caller's own tensor
     } else {
-      slot = result_to_device(slot, *device, adopted);
+      slot = value_to_device(slot, *device, adopted);
     }
   }
 }

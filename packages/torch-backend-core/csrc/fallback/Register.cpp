@@ -6,6 +6,8 @@
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <torch/library.h>
 
+#include <algorithm>
+
 #include <torch_backend/Runtime.h>
 
 #include "../Registration.h"
@@ -48,6 +50,10 @@ void register_cpu_fallback() {
   auto* aten =
       new torch::Library(torch::Library::IMPL, "aten",
                          c10::DispatchKey::PrivateUse1, __FILE__, __LINE__);
+  std::vector<std::string> unboxed;
+  if (fallback_policy() == FallbackPolicy::Allow) {  // others warn per op
+    unboxed = register_unboxed_fallbacks(*aten, &wants_direct_fallback);
+  }
   auto& dispatcher = c10::Dispatcher::singleton();
   for (const c10::OperatorName& name :
        dispatcher.getAllOpNamesForDispatchKey(c10::DispatchKey::CPU)) {
@@ -57,7 +63,10 @@ void register_cpu_fallback() {
       if (!name.overload_name.empty()) {
         qualified += "." + name.overload_name;
       }
-      aten->impl(qualified.c_str(), fallback());
+      if (std::find(unboxed.begin(), unboxed.end(), qualified) ==
+          unboxed.end()) {
+        aten->impl(qualified.c_str(), fallback());
+      }
     }
   }
   for (const char* name : kOverrideableOps) {
