@@ -6,11 +6,15 @@
 #include <ATen/ops/_reshape_alias_native.h>
 #include <ATen/ops/as_strided_native.h>
 #include <ATen/ops/empty.h>
+#include <ATen/ops/from_blob.h>
 #include <ATen/ops/view_native.h>
 #include <c10/core/DeviceGuard.h>
 #include <torch/library.h>
 
+#include <cstring>
+
 #include <torch_backend/Allocator.h>
+#include <torch_backend/HostAccess.h>
 #include <torch_backend/Runtime.h>
 
 #include "HostAllocator.h"
@@ -64,6 +68,21 @@ Tensor empty_strided(IntArrayRef size, IntArrayRef stride,
                                            c10::dtype_or_default(dtype));
 }
 
+// Host code copying host-addressable device memory. Large copies run the
+// CPU's own copy kernel on byte views (its thread pool may still be spinning
+// from the previous CPU op; a copy engine's own threads would compete with
+// it), small ones are a memcpy.
+void host_memcpy(void* dst, const void* src, size_t bytes) {
+  constexpr size_t kKernelFrom = 1 << 20;
+  if (bytes < kKernelFrom) {
+    std::memcpy(dst, src, bytes);
+    return;
+  }
+  const int64_t n = static_cast<int64_t>(bytes);
+  at::from_blob(dst, {n}, at::kByte)
+      .copy_(at::from_blob(const_cast<void*>(src), {n}, at::kByte));
+}
+
 // Enqueues a copy on the current stream of `device`. It stays asynchronous
 // only where that is safe, as with CUDA: device-to-device always, and host
 // transfers with non_blocking=True from/to pinned memory (which is then kept
@@ -71,14 +90,22 @@ Tensor empty_strided(IntArrayRef size, IntArrayRef stride,
 void copy_bytes(void* dst, const void* src, size_t bytes, CopyKind kind,
                 c10::Device device, bool non_blocking) {
   c10::DeviceGuard guard(device);
+  const void* host = kind == CopyKind::HostToDevice ? src : dst;
+  const bool pinned_async =
+      kind != CopyKind::DeviceToDevice && non_blocking && is_pinned(host);
+  if (!pinned_async && active_capabilities().host_addressable_memory) {
+    // Done in stream order all the same: after the stream's earlier work,
+    // before anything enqueued later (as the CPU fallback runs kernels).
+    wait_for_host_access(device);
+    host_memcpy(dst, src, bytes);
+    return;
+  }
   const c10::Stream stream = current_stream(device.index());
   const StreamHandle handle = native_stream(stream);
   DeviceRuntime& runtime = active_runtime();
   TORCH_BACKEND_CHECK(runtime.memcpy_async(dst, src, bytes, kind, handle));
-  const void* host = kind == CopyKind::HostToDevice ? src : dst;
-  const bool async =
-      kind == CopyKind::DeviceToDevice ||
-      (non_blocking && is_pinned(host) && record_host_use(host, stream));
+  const bool async = kind == CopyKind::DeviceToDevice ||
+                     (pinned_async && record_host_use(host, stream));
   if (!async) {
     TORCH_BACKEND_CHECK(runtime.stream_synchronize(handle));
   }

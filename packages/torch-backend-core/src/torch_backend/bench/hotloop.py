@@ -25,7 +25,14 @@ def main() -> None:
 
     device_type = args.device or torch_backend.active_backend().name
     case = next(c for c in CASES if args.case in c.name)
-    fn = case.make(torch.device(device_type, 0) if device_type != "cpu" else torch.device("cpu"))
+    device = torch.device(device_type, 0) if device_type != "cpu" else torch.device("cpu")
+    work = case.make(device)
+
+    def fn() -> None:  # synchronised like the benchmark: async copies must not pile up
+        work()
+        if device.type != "cpu":
+            torch.accelerator.synchronize(device)
+
     fn()
     print(f"hotloop: {case.name} on {device_type} for {args.seconds:.0f} s", flush=True)
     calls, end = 0, time.monotonic() + args.seconds
