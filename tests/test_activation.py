@@ -47,3 +47,34 @@ def test_no_devices_means_not_activated():
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "None"
     assert "backend 'fake' reports no devices" in out.stderr
+
+
+def test_backend_with_its_own_collectives_replaces_staged_gloo():
+    code = (
+        "import dataclasses, torch, torch.distributed as dist, torch_backend._activation, torch_backend_fake\n"
+        "calls = []\n"
+        "own = dataclasses.replace(torch_backend_fake.backend, collectives=lambda: calls.append('own'))\n"
+        "torch_backend._activation.activate_backend(own)\n"
+        "print(calls, dist.Backend.default_device_backend_map.get('fake'))\n"
+    )
+    out = run_python(code, env={"TORCH_DEVICE_BACKEND_AUTOLOAD": "0"})
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "['own'] None"
+
+
+def test_failing_collectives_registration_only_warns():
+    code = (
+        "import dataclasses, warnings, torch, torch_backend._activation, torch_backend_fake\n"
+        "def broken():\n"
+        "    raise OSError('no HCCL here')\n"
+        "with warnings.catch_warnings(record=True) as caught:\n"
+        "    warnings.simplefilter('always')\n"
+        "    backend = dataclasses.replace(torch_backend_fake.backend, collectives=broken)\n"
+        "    torch_backend._activation.activate_backend(backend)\n"
+        "print([str(w.message) for w in caught if 'c10d' in str(w.message)])\n"
+        "print(torch.ones(2, device='fake').sum().item())\n"
+    )
+    out = run_python(code, env={"TORCH_DEVICE_BACKEND_AUTOLOAD": "0"})
+    assert out.returncode == 0, out.stderr
+    assert "no c10d backend for 'fake' tensors: no HCCL here" in out.stdout
+    assert out.stdout.strip().endswith("2.0")
