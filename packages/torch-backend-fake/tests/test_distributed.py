@@ -143,3 +143,20 @@ def test_single_process_group_on_cpu_and_fake():
         assert dist.get_backend() == "staged_gloo"
     finally:
         dist.destroy_process_group()
+
+
+def test_results_reach_inference_tensors_and_parameters(monkeypatch: pytest.MonkeyPatch):
+    """Pinned staging copies results back without autograd, also from Gloo's thread."""
+    monkeypatch.setenv("TORCH_BACKEND_DIST_STAGING", "pinned")
+    dist.init_process_group("staged_gloo", store=dist.HashStore(), rank=0, world_size=1)
+    try:
+        with torch.inference_mode():
+            frozen = torch.full((4,), 2.0, device="fake")
+        (value,) = dist.all_reduce(frozen, op=dist.ReduceOp.AVG, async_op=True).get_future().wait()
+        torch.testing.assert_close(value.cpu(), torch.full((4,), 2.0))
+        weight = torch.nn.Parameter(torch.full((3,), 5.0, device="fake"))
+        dist.broadcast(weight, src=0)
+        assert weight.requires_grad and weight.grad_fn is None
+        torch.testing.assert_close(weight.detach().cpu(), torch.full((3,), 5.0))
+    finally:
+        dist.destroy_process_group()

@@ -3,6 +3,7 @@
 #include <ATen/ops/empty.h>
 #include <c10/core/DeviceGuard.h>
 #include <c10/core/GradMode.h>
+#include <c10/core/InferenceMode.h>
 
 #include <torch_backend/HostAccess.h>
 #include <torch_backend/Runtime.h>
@@ -20,7 +21,10 @@ void Completion::run() {
   }
   // Marked first: a copy that throws reports to this waiter, not to a retry.
   done_ = true;
-  at::NoGradGuard no_grad;  // results land like NCCL's: no autograd record
+  // Results land like NCCL's writes: no autograd record, and allowed into
+  // inference tensors (this may run on Gloo's thread, outside the caller's
+  // inference mode).
+  c10::InferenceMode inference_mode;
   if (divisor_ != 1) {
     for (auto& host : written_host_) {
       host.div_(divisor_);
