@@ -168,6 +168,22 @@ def scenario_ordering(rank: int, world: int) -> None:
     check(doubled, torch.full((1024,), float(world * world * (world + 1))), "future value")
 
 
+def scenario_groups(rank: int, world: int) -> None:
+    """Subgroups get their own staged backend; object collectives ride on device tensors."""
+    members = [0, world - 1]
+    group = dist.new_group(members)  # every rank must take part in creating it
+    t = torch.full((3,), float(rank + 1), device="fake")
+    if rank in members:
+        dist.all_reduce(t, group=group)
+        check(t, torch.full((3,), float(1 + world)), "subgroup all_reduce")
+    objects = [None] * world
+    dist.all_gather_object(objects, {"rank": rank, "name": f"r{rank}"})
+    assert objects == [{"rank": r, "name": f"r{r}"} for r in range(world)], objects
+    box = [f"from {rank}"] if rank == 0 else [None]
+    dist.broadcast_object_list(box, src=0)
+    assert box == ["from 0"], box
+
+
 def scenario_errors(rank: int, world: int) -> None:
     """Bad input gets PyTorch's kinds of errors, and the group stays usable."""
     t = torch.ones(4, dtype=torch.int64, device="fake")
