@@ -89,6 +89,10 @@ def test_ddp_example_under_torchrun():
     assert run.stdout.count("across ranks 0.00e+00") == 2, run.stdout
 
 
+def test_fsdp2_matches_one_process():
+    assert_all_ok(run_ranks("fsdp", 2))
+
+
 def test_subgroups_and_object_collectives():
     assert_all_ok(run_ranks("groups", 3))
 

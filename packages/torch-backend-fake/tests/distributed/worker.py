@@ -184,6 +184,32 @@ def scenario_groups(rank: int, world: int) -> None:
     assert box == ["from 0"], box
 
 
+def scenario_fsdp(rank: int, world: int) -> None:
+    """FSDP2 (fully_shard) trains like one process on the whole batches."""
+    from torch.distributed.fsdp import fully_shard
+
+    device = torch.device("fake", rank % torch.fake.device_count())
+    torch.fake.set_device(device)
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.ReLU(), torch.nn.Linear(16, 4))
+    reference = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.ReLU(), torch.nn.Linear(16, 4))
+    reference.load_state_dict(model.state_dict())
+    model.to(device)
+    for layer in (model[0], model[2], model):
+        fully_shard(layer)
+    optimizers = [torch.optim.SGD(m.parameters(), lr=0.1) for m in (model, reference)]
+    generator = torch.Generator().manual_seed(1)
+    for _ in range(3):
+        x = torch.randn(world * 4, 8, generator=generator)
+        losses = [model(x[rank * 4 : (rank + 1) * 4].to(device)).pow(2).mean(), reference(x).pow(2).mean()]
+        for optimizer, loss in zip(optimizers, losses, strict=True):
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+    for name, expected in reference.state_dict().items():
+        torch.testing.assert_close(model.state_dict()[name].full_tensor().cpu(), expected, msg=name)
+
+
 def scenario_errors(rank: int, world: int) -> None:
     """Bad input gets PyTorch's kinds of errors, and the group stays usable."""
     t = torch.ones(4, dtype=torch.int64, device="fake")
