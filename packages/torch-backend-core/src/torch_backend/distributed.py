@@ -46,7 +46,7 @@ def _always_pinned() -> bool:
 
 def _create_backend(
     store: torch.distributed.Store, rank: int, world_size: int, timeout: timedelta
-) -> torch.distributed.ProcessGroup:
+) -> torch._C._distributed_c10d.Backend:
     from torch.distributed import PrefixStore, ProcessGroupGloo
 
     from torch_backend import _distributed
