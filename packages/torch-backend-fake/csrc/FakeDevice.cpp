@@ -9,6 +9,10 @@
 // Environment:
 //   TORCH_BACKEND_FAKE_DEVICE_COUNT  number of devices (default 2)
 //   TORCH_BACKEND_FAKE_MEMORY_MB     capacity of each device (default 65536)
+//   TORCH_BACKEND_FAKE_DISCRETE      1: report memory host code may not
+//                                    address, as a discrete accelerator's,
+//                                    so core takes the paths npu and cuda
+//                                    take (copy fallback, staged copies)
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -202,6 +206,7 @@ class FakeRuntime final : public torch_backend::DeviceRuntime {
         capacity_(static_cast<std::size_t>(
                       env_long("TORCH_BACKEND_FAKE_MEMORY_MB", 65536))
                   << 20),
+        discrete_(env_long("TORCH_BACKEND_FAKE_DISCRETE", 0) == 1),
         used_(device_count_, 0),
         default_streams_(new std::atomic<Stream*>[device_count_]()) {}
 
@@ -455,7 +460,7 @@ class FakeRuntime final : public torch_backend::DeviceRuntime {
   }
 
   torch_backend::Capabilities capabilities() override {
-    return {/*host_addressable_memory=*/true};
+    return {/*host_addressable_memory=*/!discrete_};
   }
 
  private:
@@ -502,6 +507,7 @@ class FakeRuntime final : public torch_backend::DeviceRuntime {
   static thread_local int current_device_;
   const int device_count_;
   const std::size_t capacity_;
+  const bool discrete_;
   std::mutex mutex_;
   std::vector<std::size_t> used_;
   std::unordered_map<void*, Block> blocks_;

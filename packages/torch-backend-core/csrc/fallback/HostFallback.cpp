@@ -2,7 +2,6 @@
 // aliased as CPU tensors over the same memory, the CPU kernel runs on them,
 // fresh outputs are allocated in device memory and relabelled, so no byte is
 // copied. Random ops draw from the device's generator.
-#include <ATen/CPUGeneratorImpl.h>
 #include <ATen/core/Tensor.h>
 #include <c10/core/DeviceGuard.h>
 #include <c10/util/SmallVector.h>
@@ -13,6 +12,7 @@
 #include <torch_backend/Runtime.h>
 
 #include "Fallback.h"
+#include "GeneratorBridge.h"
 
 namespace torch_backend {
 namespace {
@@ -65,41 +65,6 @@ IValue alias_value(const IValue& value) {
     return c10::Device(c10::DeviceType::CPU);
   }
   return value;
-}
-
-// A CPU generator standing in for the device generator during one op: the
-// device generator's state goes in before and comes back after.
-class GeneratorBridge {
- public:
-  GeneratorBridge(const IValue& arg, c10::Device device) {
-    if (arg.isGenerator()) {
-      device_gen_ = arg.toGenerator();
-      TORCH_CHECK(device_gen_.device().type() == c10::DeviceType::PrivateUse1,
-                  "Expected a '", device.type(),
-                  "' device type for generator but found '",
-                  device_gen_.device().type(), "'");
-    } else {
-      device_gen_ = default_generator(device.index());
-    }
-    lock_ = std::unique_lock<std::mutex>(device_gen_.mutex());
-    cpu_gen_ = at::make_generator<at::CPUGeneratorImpl>();
-    cpu_gen_.set_state(device_gen_.get_state());
-  }
-
-  at::Generator cpu() const { return cpu_gen_; }
-  void write_back() { device_gen_.set_state(cpu_gen_.get_state()); }
-
- private:
-  at::Generator device_gen_;
-  at::Generator cpu_gen_;
-  std::unique_lock<std::mutex> lock_;
-};
-
-bool is_generator_arg(const c10::Argument& arg) {
-  const auto& type = arg.type();
-  return type->kind() == c10::TypeKind::OptionalType &&
-         type->castRaw<c10::OptionalType>()->getElementType()->kind() ==
-             c10::TypeKind::GeneratorType;
 }
 
 // The argument a returned alias refers to (same alias set), if any.

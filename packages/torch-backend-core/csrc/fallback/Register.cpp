@@ -21,12 +21,31 @@ namespace {
 constexpr const char* kOverrideableOps[] = {"convolution",
                                             "convolution_backward"};
 
+// "add.Tensor" for aten::add.Tensor, as torch::Library::impl takes it.
+std::string qualified_name(const c10::OperatorName& name) {
+  std::string qualified = name.name.substr(6);  // drop "aten::"
+  if (!name.overload_name.empty()) {
+    qualified += "." + name.overload_name;
+  }
+  return qualified;
+}
+
 bool wants_direct_fallback(const c10::OperatorHandle& op) {
   using c10::DispatchKey;
   return op.operator_name().name.rfind("aten::", 0) == 0 &&
          op.hasKernelForDispatchKey(DispatchKey::CPU) &&
          !op.hasKernelForDispatchKey(DispatchKey::PrivateUse1) &&
          !op.hasKernelForDispatchKey(DispatchKey::CompositeImplicitAutograd);
+}
+
+// Returns a view of an argument: its CPU kernel only computes metadata.
+bool is_view_op(const c10::OperatorHandle& op) {
+  for (const c10::Argument& ret : op.schema().returns()) {
+    if (ret.alias_info() != nullptr && !ret.alias_info()->isWrite()) {
+      return true;
+    }
+  }
+  return false;
 }
 
 }  // namespace
@@ -44,25 +63,37 @@ void register_cpu_fallback() {
       new torch::Library(torch::Library::IMPL, "_",
                          c10::DispatchKey::PrivateUse1, __FILE__, __LINE__);
   everything->fallback(fallback());
-  if (!zero_copy) {
-    return;
-  }
   auto* aten =
       new torch::Library(torch::Library::IMPL, "aten",
                          c10::DispatchKey::PrivateUse1, __FILE__, __LINE__);
+  auto& dispatcher = c10::Dispatcher::singleton();
+  if (!zero_copy) {
+    // Copying would break a view's link to its base. View kernels only
+    // compute sizes and strides, never touch the data, so the aliasing
+    // fallback is safe for them even where host code cannot address device
+    // memory: the result is a device view of the same storage.
+    for (const c10::OperatorName& name :
+         dispatcher.getAllOpNamesForDispatchKey(c10::DispatchKey::CPU)) {
+      auto op = dispatcher.findOp(name);
+      if (op && wants_direct_fallback(*op) && is_view_op(*op)) {
+        aten->impl(qualified_name(name).c_str(),
+                   torch::CppFunction::makeFromBoxedFunction<&host_fallback>());
+      }
+    }
+    for (const char* name : kOverrideableOps) {
+      aten->impl(name, fallback());
+    }
+    return;
+  }
   std::vector<std::string> unboxed;
   if (fallback_policy() == FallbackPolicy::Allow) {  // others warn per op
     unboxed = register_unboxed_fallbacks(*aten, &wants_direct_fallback);
   }
-  auto& dispatcher = c10::Dispatcher::singleton();
   for (const c10::OperatorName& name :
        dispatcher.getAllOpNamesForDispatchKey(c10::DispatchKey::CPU)) {
     auto op = dispatcher.findOp(name);
     if (op && wants_direct_fallback(*op)) {
-      std::string qualified = name.name.substr(6);  // drop "aten::"
-      if (!name.overload_name.empty()) {
-        qualified += "." + name.overload_name;
-      }
+      const std::string qualified = qualified_name(name);
       if (std::find(unboxed.begin(), unboxed.end(), qualified) ==
           unboxed.end()) {
         aten->impl(qualified.c_str(), fallback());

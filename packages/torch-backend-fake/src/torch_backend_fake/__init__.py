@@ -2,7 +2,9 @@
 
 Selected by torch-backend-core at ``import torch``; nothing to import by hand.
 Environment: TORCH_BACKEND_FAKE_DEVICE_COUNT (default 2),
-TORCH_BACKEND_FAKE_MEMORY_MB (per-device capacity, default 65536).
+TORCH_BACKEND_FAKE_MEMORY_MB (per-device capacity, default 65536),
+TORCH_BACKEND_FAKE_DISCRETE=1 (behave as a discrete device: memory that host
+code may not address).
 """
 
 from pathlib import Path
