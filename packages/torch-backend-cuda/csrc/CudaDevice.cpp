@@ -1,0 +1,162 @@
+// Device symbols of the `gpu` device: the CUDA runtime API, one call each.
+// Streams are created non-blocking and the null handle is the legacy default
+// stream, as in PyTorch's own CUDA backend. cudart is linked statically, so
+// the library needs only the driver at run time.
+#include <cuda_runtime_api.h>
+
+#include <torch_backend/DeviceRuntime.h>
+
+#include <string>
+
+namespace {
+
+using torch_backend::CopyKind;
+using torch_backend::DeviceProperties;
+using torch_backend::EventHandle;
+using torch_backend::Status;
+using torch_backend::StreamHandle;
+
+cudaMemcpyKind to_cuda(CopyKind kind) {
+  switch (kind) {
+    case CopyKind::HostToDevice:
+      return cudaMemcpyHostToDevice;
+    case CopyKind::DeviceToHost:
+      return cudaMemcpyDeviceToHost;
+    case CopyKind::DeviceToDevice:
+      return cudaMemcpyDeviceToDevice;
+  }
+  return cudaMemcpyDefault;
+}
+
+cudaStream_t stream_of(StreamHandle s) { return static_cast<cudaStream_t>(s); }
+cudaEvent_t event_of(EventHandle e) { return static_cast<cudaEvent_t>(e); }
+
+// cudaErrorNotReady answers a query; it is not a failure (and must not stay
+// behind as the thread's last error).
+Status readiness(cudaError_t status, bool* complete) {
+  if (status == cudaErrorNotReady) {
+    cudaGetLastError();
+    *complete = false;
+    return cudaSuccess;
+  }
+  *complete = status == cudaSuccess;
+  return status;
+}
+
+class CudaRuntime final : public torch_backend::DeviceRuntime {
+ public:
+  Status device_count(int* count) override {
+    const cudaError_t status = cudaGetDeviceCount(count);
+    if (status == cudaErrorNoDevice || status == cudaErrorInsufficientDriver) {
+      cudaGetLastError();
+      *count = 0;  // no hardware or driver: no devices, not an error
+      return cudaSuccess;
+    }
+    return status;
+  }
+  Status get_device(int* device) override { return cudaGetDevice(device); }
+  Status set_device(int device) override { return cudaSetDevice(device); }
+  Status synchronize_device() override { return cudaDeviceSynchronize(); }
+
+  Status device_properties(int device, DeviceProperties* props) override {
+    cudaDeviceProp prop{};
+    const cudaError_t status = cudaGetDeviceProperties(&prop, device);
+    if (status == cudaSuccess) {
+      props->name = prop.name;
+      props->total_memory = prop.totalGlobalMem;
+      props->capability =
+          std::to_string(prop.major) + "." + std::to_string(prop.minor);
+    }
+    return status;
+  }
+
+  Status mem_get_info(std::size_t* free_bytes,
+                      std::size_t* total_bytes) override {
+    return cudaMemGetInfo(free_bytes, total_bytes);
+  }
+
+  Status malloc(void** ptr, std::size_t bytes) override {
+    return cudaMalloc(ptr, bytes);
+  }
+  Status free(void* ptr) override { return cudaFree(ptr); }
+  Status host_malloc(void** ptr, std::size_t bytes) override {
+    return cudaHostAlloc(ptr, bytes, cudaHostAllocDefault);
+  }
+  Status host_free(void* ptr) override { return cudaFreeHost(ptr); }
+
+  // Ordered after all work on the device, non-blocking streams included.
+  Status memcpy(void* dst, const void* src, std::size_t bytes,
+                CopyKind kind) override {
+    const cudaError_t status = cudaDeviceSynchronize();
+    return status != cudaSuccess ? status
+                                 : cudaMemcpy(dst, src, bytes, to_cuda(kind));
+  }
+  Status memcpy_async(void* dst, const void* src, std::size_t bytes,
+                      CopyKind kind, StreamHandle stream) override {
+    return cudaMemcpyAsync(dst, src, bytes, to_cuda(kind), stream_of(stream));
+  }
+  // Synchronous, like the fake device's (cudaMemset alone returns early).
+  Status memset(void* dst, int value, std::size_t bytes) override {
+    const cudaError_t status = cudaMemset(dst, value, bytes);
+    return status != cudaSuccess ? status : cudaDeviceSynchronize();
+  }
+
+  Status stream_priority_range(int* least, int* greatest) override {
+    return cudaDeviceGetStreamPriorityRange(least, greatest);
+  }
+  Status stream_create(StreamHandle* stream, int priority) override {
+    cudaStream_t created = nullptr;
+    const cudaError_t status =
+        cudaStreamCreateWithPriority(&created, cudaStreamNonBlocking, priority);
+    *stream = created;
+    return status;
+  }
+  Status stream_destroy(StreamHandle stream) override {
+    return cudaStreamDestroy(stream_of(stream));
+  }
+  Status stream_query(StreamHandle stream, bool* complete) override {
+    return readiness(cudaStreamQuery(stream_of(stream)), complete);
+  }
+  Status stream_synchronize(StreamHandle stream) override {
+    return cudaStreamSynchronize(stream_of(stream));
+  }
+  Status stream_wait_event(StreamHandle stream, EventHandle event) override {
+    return cudaStreamWaitEvent(stream_of(stream), event_of(event), 0);
+  }
+
+  Status event_create(EventHandle* event, bool enable_timing) override {
+    cudaEvent_t created = nullptr;
+    const cudaError_t status = cudaEventCreateWithFlags(
+        &created, enable_timing ? cudaEventDefault : cudaEventDisableTiming);
+    *event = created;
+    return status;
+  }
+  Status event_destroy(EventHandle event) override {
+    return cudaEventDestroy(event_of(event));
+  }
+  Status event_record(EventHandle event, StreamHandle stream) override {
+    return cudaEventRecord(event_of(event), stream_of(stream));
+  }
+  Status event_query(EventHandle event, bool* complete) override {
+    return readiness(cudaEventQuery(event_of(event)), complete);
+  }
+  Status event_synchronize(EventHandle event) override {
+    return cudaEventSynchronize(event_of(event));
+  }
+  Status event_elapsed_time(float* ms, EventHandle start,
+                            EventHandle end) override {
+    return cudaEventElapsedTime(ms, event_of(start), event_of(end));
+  }
+
+  std::string error_text(Status status) override {
+    return std::string(cudaGetErrorName(static_cast<cudaError_t>(status))) +
+           ": " + cudaGetErrorString(static_cast<cudaError_t>(status));
+  }
+  bool is_out_of_memory(Status status) override {
+    return status == cudaErrorMemoryAllocation;
+  }
+};
+
+}  // namespace
+
+TORCH_BACKEND_DEFINE_DEVICE_RUNTIME(CudaRuntime)
