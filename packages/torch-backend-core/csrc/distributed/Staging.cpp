@@ -9,6 +9,7 @@
 #include <torch_backend/Runtime.h>
 
 #include <algorithm>
+#include <utility>
 
 #include "StagedWork.h"
 
@@ -88,12 +89,13 @@ at::Tensor Staging::output(const at::Tensor& t) {
 at::Tensor Staging::in_out(const at::Tensor& t) { return stage(t, true, true); }
 
 namespace {
-template <typename Stage>
-std::vector<at::Tensor> each(const std::vector<at::Tensor>& ts, Stage stage) {
-  std::vector<at::Tensor> staged;
-  staged.reserve(ts.size());
-  for (const auto& t : ts) {
-    staged.push_back(stage(t));
+// `stage` applied to each item (a tensor, or a list of them).
+template <typename Item, typename Stage>
+auto each(const std::vector<Item>& items, Stage stage) {
+  std::vector<decltype(stage(std::declval<const Item&>()))> staged;
+  staged.reserve(items.size());
+  for (const auto& item : items) {
+    staged.push_back(stage(item));
   }
   return staged;
 }
@@ -110,19 +112,11 @@ std::vector<at::Tensor> Staging::in_outs(const std::vector<at::Tensor>& ts) {
 }
 std::vector<std::vector<at::Tensor>> Staging::inputs(
     const std::vector<std::vector<at::Tensor>>& lists) {
-  std::vector<std::vector<at::Tensor>> staged;
-  for (const auto& list : lists) {
-    staged.push_back(inputs(list));
-  }
-  return staged;
+  return each(lists, [this](const auto& list) { return inputs(list); });
 }
 std::vector<std::vector<at::Tensor>> Staging::outputs(
     const std::vector<std::vector<at::Tensor>>& lists) {
-  std::vector<std::vector<at::Tensor>> staged;
-  for (const auto& list : lists) {
-    staged.push_back(outputs(list));
-  }
-  return staged;
+  return each(lists, [this](const auto& list) { return outputs(list); });
 }
 
 c10d::ReduceOp Staging::gloo_op(const c10d::ReduceOp& op, int world_size,

@@ -2,7 +2,9 @@
 // the PrivateUse1 kernel of every aten op that has a CPU kernel and no device
 // kernel. The latter matters for the ~400 structured ops (add, mm, sum, ...):
 // otherwise their CompositeExplicitAutogradNonFunctional kernel runs first
-// and dispatches a second time to reach the fallback.
+// and dispatches a second time to reach the fallback. On a device whose
+// memory host code cannot address, the copying fallback serves everything
+// except view ops, which keep aliasing (see below).
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <torch/library.h>
 
@@ -66,38 +68,30 @@ void register_cpu_fallback() {
   auto* aten =
       new torch::Library(torch::Library::IMPL, "aten",
                          c10::DispatchKey::PrivateUse1, __FILE__, __LINE__);
-  auto& dispatcher = c10::Dispatcher::singleton();
-  if (!zero_copy) {
-    // Copying would break a view's link to its base. View kernels only
-    // compute sizes and strides, never touch the data, so the aliasing
-    // fallback is safe for them even where host code cannot address device
-    // memory: the result is a device view of the same storage.
-    for (const c10::OperatorName& name :
-         dispatcher.getAllOpNamesForDispatchKey(c10::DispatchKey::CPU)) {
-      auto op = dispatcher.findOp(name);
-      if (op && wants_direct_fallback(*op) && is_view_op(*op)) {
-        aten->impl(qualified_name(name).c_str(),
-                   torch::CppFunction::makeFromBoxedFunction<&host_fallback>());
-      }
-    }
-    for (const char* name : kOverrideableOps) {
-      aten->impl(name, fallback());
-    }
-    return;
-  }
   std::vector<std::string> unboxed;
-  if (fallback_policy() == FallbackPolicy::Allow) {  // others warn per op
+  if (zero_copy && fallback_policy() == FallbackPolicy::Allow) {
     unboxed = register_unboxed_fallbacks(*aten, &wants_direct_fallback);
   }
+  auto& dispatcher = c10::Dispatcher::singleton();
   for (const c10::OperatorName& name :
        dispatcher.getAllOpNamesForDispatchKey(c10::DispatchKey::CPU)) {
     auto op = dispatcher.findOp(name);
-    if (op && wants_direct_fallback(*op)) {
-      const std::string qualified = qualified_name(name);
+    if (!op || !wants_direct_fallback(*op)) {
+      continue;
+    }
+    const std::string qualified = qualified_name(name);
+    if (zero_copy) {
       if (std::find(unboxed.begin(), unboxed.end(), qualified) ==
           unboxed.end()) {
         aten->impl(qualified.c_str(), fallback());
       }
+    } else if (is_view_op(*op)) {
+      // Copying would break a view's link to its base. View kernels only
+      // compute sizes and strides, never touch the data, so the aliasing
+      // fallback is safe for them even where host code cannot address
+      // device memory: the result is a device view of the same storage.
+      aten->impl(qualified.c_str(),
+                 torch::CppFunction::makeFromBoxedFunction<&host_fallback>());
     }
   }
   for (const char* name : kOverrideableOps) {

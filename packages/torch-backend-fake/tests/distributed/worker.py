@@ -224,6 +224,18 @@ def scenario_errors(rank: int, world: int) -> None:
     check(t, torch.full((4,), float(world)), "all_reduce after a rejected call")
 
 
+def expect_failure(collectives: Callable[[], None], what: str) -> None:
+    """A surviving rank: `collectives` must raise. Reports the error and how long it took
+    (the SURVIVOR_ERROR line test_distributed.py reads) and exits 3."""
+    start = time.monotonic()
+    try:
+        collectives()
+    except Exception as e:
+        print(f"SURVIVOR_ERROR after {time.monotonic() - start:.1f}s: {type(e).__name__}: {e}", flush=True)
+        os._exit(3)
+    raise AssertionError(f"{what} did not fail")
+
+
 def scenario_die(rank: int, world: int) -> None:
     """The last rank dies after one collective; the others must fail, not hang."""
     t = torch.ones(4, device="fake")
@@ -231,14 +243,12 @@ def scenario_die(rank: int, world: int) -> None:
     if rank == world - 1:
         os._exit(17)
     time.sleep(0.5)
-    start = time.monotonic()
-    try:
+
+    def many() -> None:
         for _ in range(100):
             dist.all_reduce(t)
-    except Exception as e:
-        print(f"SURVIVOR_ERROR after {time.monotonic() - start:.1f}s: {type(e).__name__}: {e}", flush=True)
-        os._exit(3)
-    raise AssertionError("collectives with a dead peer did not fail")
+
+    expect_failure(many, "collectives with a dead peer")
 
 
 def scenario_stall(rank: int, world: int) -> None:
@@ -249,13 +259,7 @@ def scenario_stall(rank: int, world: int) -> None:
     if rank == world - 1:
         time.sleep(2 * timeout_s + 1)
         os._exit(17)
-    start = time.monotonic()
-    try:
-        dist.all_reduce(t)
-    except Exception as e:
-        print(f"SURVIVOR_ERROR after {time.monotonic() - start:.1f}s: {type(e).__name__}: {e}", flush=True)
-        os._exit(3)
-    raise AssertionError("a collective with a stalled peer did not fail")
+    expect_failure(lambda: dist.all_reduce(t), "a collective with a stalled peer")
 
 
 def scenario_ddp_timing(rank: int, world: int) -> None:
