@@ -63,7 +63,7 @@ def make_tests_session(backend: str) -> None:
             # paths npu and cuda take (copy fallback, staged copies, pinned collectives).
             session.run(
                 "pytest", str(package_tests), "--ignore", str(package_tests / "test_opinfo.py"), *session.posargs,
-                env={"TORCH_BACKEND": backend, "TORCH_BACKEND_FAKE_DISCRETE": "1"},
+                env={"TORCH_BACKEND": backend, "TORCH_BACKEND_FAKE_DISCRETE": "1", "TORCH_BACKEND_EXIT_RUNS": "12"},
             )  # fmt: skip
         # Benchmarks are never timed tests: CI only checks that they run.
         session.run(

@@ -4,6 +4,8 @@
 #include <pthread.h>
 
 #include <atomic>
+#include <cstdint>
+#include <cstdio>
 #include <mutex>
 
 #include <c10/core/DeviceType.h>
@@ -141,12 +143,22 @@ int device_count() {
 
 namespace {
 thread_local int t_current_device = -1;  // -1: ask the runtime
+// Bit d: device d was current on some thread (see used_devices()).
+std::atomic<std::uint64_t> g_used_devices{0};
+
+void mark_used(int device) {
+  if (device >= 0 && device < 64) {
+    g_used_devices.fetch_or(std::uint64_t{1} << device,
+                            std::memory_order_relaxed);
+  }
+}
 }  // namespace
 
 int current_device() {
   if (t_current_device < 0) {
     int device = 0;
     TORCH_BACKEND_CHECK(active_runtime().get_device(&device));
+    mark_used(device);
     t_current_device = device;
   }
   return t_current_device;
@@ -158,6 +170,7 @@ void set_current_device(int device) {
     return;
   }
   TORCH_BACKEND_CHECK(active_runtime().set_device(device));
+  mark_used(device);
   t_current_device = device;
 }
 
@@ -167,6 +180,7 @@ void set_current_device_unchecked(int device) noexcept {
   }
   try {
     if (active_runtime().set_device(device) == kSuccess) {
+      mark_used(device);
       t_current_device = device;
     }
   } catch (...) {
@@ -179,6 +193,35 @@ void check_device_index(int device) {
   TORCH_CHECK(device >= 0 && device < count, "invalid device index ", device,
               " for '", c10::get_privateuse1_backend(), "': ", count,
               " device(s) available");
+}
+
+std::vector<int> used_devices() {
+  const std::uint64_t mask = g_used_devices.load(std::memory_order_relaxed);
+  std::vector<int> devices;
+  for (int d = 0; d < 64; ++d) {
+    if (mask & (std::uint64_t{1} << d)) {
+      devices.push_back(d);
+    }
+  }
+  return devices;
+}
+
+void synchronize_used_devices() noexcept {
+  if (!is_initialized() || in_bad_fork()) {
+    return;
+  }
+  try {
+    DeviceRuntime& runtime = active_runtime();
+    const int previous = current_device();
+    for (int device : used_devices()) {
+      TORCH_BACKEND_CHECK(runtime.set_device(device));
+      TORCH_BACKEND_CHECK(runtime.synchronize_device());
+    }
+    TORCH_BACKEND_CHECK(runtime.set_device(previous));
+  } catch (const c10::Error& e) {
+    std::fprintf(stderr, "torch-backend: waiting for device work at exit: %s\n",
+                 e.what_without_backtrace());
+  }
 }
 
 }  // namespace torch_backend

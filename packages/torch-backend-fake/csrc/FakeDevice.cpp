@@ -90,8 +90,12 @@ long env_long(const char* name, long fallback) {
 // Work items of one stream, run in order by its own worker thread.
 class Stream {
  public:
+  // The worker lives as long as the process, like the runtime: never joined
+  // (joining from a static destructor at exit would race the interpreter's
+  // teardown). Core drains every stream before finalisation and enqueues
+  // nothing after it (shutdown contract in DeviceRuntime.h).
   explicit Stream(int device) : device(device), worker_([this] { run(); }) {
-    worker_.detach();  // lives as long as the process, like the runtime
+    worker_.detach();
   }
 
   void enqueue(std::function<void()> work) { push({std::move(work), false}); }

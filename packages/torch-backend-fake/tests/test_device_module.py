@@ -9,7 +9,10 @@ import torch
 
 
 def run(code: str, **env: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=os.environ | env)
+    """Runs `code` in a fresh process, which must exit with status 0."""
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=os.environ | env, timeout=60)
+    assert out.returncode == 0, f"exited {out.returncode}:\n{out.stdout}{out.stderr}"
+    return out
 
 
 def test_default_device_count_is_two():
@@ -64,10 +67,10 @@ def test_forked_child_after_init_gets_a_clear_error():
         "    except RuntimeError as e:\n"
         "        print('child:', e, flush=True)\n"
         "    os._exit(0)\n"
-        "os.waitpid(pid, 0)\n"
+        "assert os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]) == 0, 'child failed'\n"
         "print('parent:', x.sum().item())\n"
     )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    out = run(code)
     assert "child: Cannot re-initialize fake in forked subprocess" in out.stdout, out.stderr
     assert "'spawn' start method" in out.stdout
     assert "parent: 2.0" in out.stdout
@@ -80,9 +83,9 @@ def test_fork_before_init_can_use_the_device():
         "if pid == 0:\n"
         "    print('child:', torch.ones(3, device='fake').sum().item(), flush=True)\n"
         "    os._exit(0)\n"
-        "os.waitpid(pid, 0)\n"
+        "assert os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]) == 0, 'child failed'\n"
     )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    out = run(code)
     assert "child: 3.0" in out.stdout, out.stderr
 
 

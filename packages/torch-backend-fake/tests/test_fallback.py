@@ -9,9 +9,12 @@ import torch
 
 
 def run(code: str, **env: str) -> subprocess.CompletedProcess:
-    return subprocess.run(
+    """Runs `code` in a fresh process, which must exit with status 0."""
+    out = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, env=os.environ | env, timeout=120
     )
+    assert out.returncode == 0, f"exited {out.returncode}:\n{out.stdout}{out.stderr}"
+    return out
 
 
 def test_in_place_returns_the_same_tensor_and_writes_device_memory():

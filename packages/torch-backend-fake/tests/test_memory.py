@@ -110,6 +110,7 @@ def test_oom_retry_frees_the_cache():
     )
     env = os.environ | {"TORCH_BACKEND_FAKE_MEMORY_MB": "64"}
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=60)
+    assert out.returncode == 0, out.stderr
     assert out.stdout.split() == ["1", "0", "50"], out.stderr
 
 
@@ -122,6 +123,7 @@ def test_alloc_conf_max_split_size():
     )
     env = os.environ | {"PYTORCH_ALLOC_CONF": "max_split_size_mb:20"}
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=60)
+    assert out.returncode == 0, out.stderr
     assert out.stdout.split() == ["20", "1", "1"], out.stderr
 
 

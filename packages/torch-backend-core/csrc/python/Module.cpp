@@ -17,6 +17,8 @@
 #include <torch_backend/Generator.h>
 #include <torch_backend/Runtime.h>
 
+#include "Shutdown.h"
+
 namespace py = pybind11;
 
 namespace torch_backend {
@@ -170,6 +172,7 @@ PYBIND11_MODULE(_C, m) {
   m.def("_is_active", &has_active_runtime);
   m.def("_is_initialized", &is_initialized);
   m.def("_in_bad_fork", &in_bad_fork);
+  m.def("_prepare_exit", &prepare_for_exit);
   m.def("device_count", [] { return torch_backend::device_count(); });
   m.def("current_device", [] { return torch_backend::current_device(); });
   m.def("set_device", &set_current_device, py::arg("device"));

@@ -10,6 +10,25 @@
 //    Core turns a non-zero code into a Python error using error_text().
 //  - "Current device" is per host thread, as in cudaSetDevice / aclrtSetDevice.
 //  - Methods may be called from any thread, concurrently.
+//
+// Shutdown contract (what core guarantees about process exit):
+//  1. Before the Python interpreter finalises (an atexit handler core
+//     registers at activation, with the GIL released), core waits for all work
+//     enqueued on every device the process used (synchronize_device on each),
+//     then lets PyTorch's autograd device threads finish what they hold. So no
+//     device work and no autograd task is in flight once finalisation begins.
+//  2. During finalisation and after it, tensors are still destroyed (Python
+//     objects torn down, C++ static destructors): core then only returns
+//     memory to its caches and may call free, host_free, event_destroy and
+//     stream_destroy. The runtime must keep serving these until the process
+//     ends: never tear it down from a static destructor, never join its
+//     worker threads at exit (leak them: the OS ends them), never call into
+//     Python from its threads.
+//  3. Core never destroys the runtime and never unloads the device library.
+//  4. In a child forked after the runtime was first used, core makes no call
+//     into the runtime at all: using the device there raises a RuntimeError
+//     ("Cannot re-initialize ... in forked subprocess"), and exit skips step 1.
+//  5. A process that used the device exits with its script's own status.
 #pragma once
 
 #include <cstddef>
@@ -130,7 +149,8 @@ class TORCH_BACKEND_API DeviceRuntime {
 // Place once in the backend's device file:
 //   TORCH_BACKEND_DEFINE_DEVICE_RUNTIME(MyRuntime)
 // MyRuntime must be default-constructible; it is created on first use and
-// never destroyed: tensors may still be freed during interpreter shutdown.
+// never destroyed: tensors may still be freed during interpreter shutdown
+// (see the shutdown contract above).
 #define TORCH_BACKEND_DEFINE_DEVICE_RUNTIME(RuntimeClass)         \
   extern "C" TORCH_BACKEND_EXPORT ::torch_backend::DeviceRuntime* \
   torch_backend_device_runtime(int* abi_version) {                \

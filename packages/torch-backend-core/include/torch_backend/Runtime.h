@@ -2,6 +2,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include <torch_backend/DeviceRuntime.h>
 
@@ -45,6 +46,14 @@ TORCH_BACKEND_API void set_current_device_unchecked(int device) noexcept;
 // Throws c10::Error (RuntimeError, as for CUDA) if `device` is not a valid
 // index.
 TORCH_BACKEND_API void check_device_index(int device);
+
+// Devices this process has used: made current on any thread (every
+// allocation, stream and kernel happens on a current device). Indices < 64.
+TORCH_BACKEND_API std::vector<int> used_devices();
+// Waits for the work enqueued on every used device (synchronize_device on
+// each). Reports a failure on stderr instead of throwing: it runs at exit.
+// Does nothing if the runtime was never used or in a forked child.
+TORCH_BACKEND_API void synchronize_used_devices() noexcept;
 
 }  // namespace torch_backend
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import atexit
+import os
 import threading
 import warnings
 
@@ -68,6 +70,10 @@ def _register(backend: Backend) -> None:
         raise RuntimeError(f"torch-backend: backend '{backend.name}' reports no devices")
     torch.utils.rename_privateuse1_backend(backend.name)
     _C._activate()
+    # Runs before the interpreter finalises: device work and PyTorch's autograd
+    # device threads finish while Python can still serve them (Shutdown.cpp).
+    atexit.register(_C._prepare_exit)
+    os.register_at_fork(after_in_child=_after_fork_in_child)
     torch._register_device_module(backend.name, make_device_module(backend.name))
     torch.utils.generate_methods_for_privateuse1_backend(for_tensor=True, for_module=True, for_storage=True)
     _register_collectives(backend)
@@ -88,3 +94,14 @@ def _register_collectives(backend: Backend) -> None:
             RuntimeWarning,
             stacklevel=2,
         )
+
+
+def _after_fork_in_child() -> None:
+    from torch_backend import _C
+
+    # PyTorch's autograd engine waits at exit for its device threads, up to
+    # TORCH_AUTOGRAD_SHUTDOWN_WAIT_LIMIT (10 s). A child forked after the device
+    # was used inherits the engine's count of those threads but not the threads,
+    # so it would wait the full limit before exiting.
+    if _C._in_bad_fork():
+        os.environ.setdefault("TORCH_AUTOGRAD_SHUTDOWN_WAIT_LIMIT", "0")

@@ -1,0 +1,116 @@
+"""Processes that used the device end with their own exit status, every time.
+
+A stress test: each scenario (process_exit/scenario.py) runs many times in
+fresh processes while another process keeps a core busy, and every run's exit
+status is asserted. The training exit (the race that used to abort) runs
+RUNS = 60 times: a 5% failure rate shows with 95% probability (0.95**60 <
+0.05). A DDP job is three process exits (parent and two ranks), so RUNS // 3
+jobs give as many exits; the other scenarios run fewer times.
+TORCH_BACKEND_EXIT_RUNS scales every count (each process costs ~2.5 s of CPU).
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+
+SCENARIO = Path(__file__).parent / "process_exit" / "scenario.py"
+RUNS = int(os.environ.get("TORCH_BACKEND_EXIT_RUNS", "60"))
+LIMIT_S = 120
+
+
+@pytest.fixture(scope="module", autouse=True)
+def cpu_load() -> Iterator[None]:
+    """A busy process competing for the cores, as on a loaded CI machine (it stops itself within 15 min)."""
+    busy = "import time\nend = time.monotonic() + 900\nwhile time.monotonic() < end: pass"
+    proc = subprocess.Popen([sys.executable, "-c", busy])
+    yield
+    proc.kill()
+    proc.wait()
+
+
+def run_scenario(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, str(SCENARIO), *args],
+        capture_output=True,
+        text=True,
+        timeout=LIMIT_S,
+        env={**os.environ, **(env or {})},
+    )
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def assert_every_run_exits(
+    expected: int, runs: int, args: Callable[[], tuple[str, ...]], env: dict[str, str] | None = None
+) -> None:
+    """Runs the scenario `runs` times, two at a time; every run must exit with `expected`."""
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        results = list(pool.map(lambda _: run_scenario(*args(), env=env), range(runs)))
+    failed = [r for r in results if r.returncode != expected]
+    if failed:
+        first = failed[0]
+        pytest.fail(
+            f"{len(failed)}/{runs} runs of {args()[0]} exited with {sorted({r.returncode for r in failed})} "
+            f"instead of {expected}; first one's output:\n{first.stdout}{first.stderr}"
+        )
+
+
+def test_training_script_exits_zero_right_after_backward():
+    assert_every_run_exits(0, RUNS, lambda: ("train", "0"))
+
+
+def test_training_script_keeps_its_own_nonzero_status():
+    assert_every_run_exits(3, max(3, RUNS // 12), lambda: ("train", "3"))
+
+
+def test_exit_with_work_queued_on_a_non_default_stream():
+    assert_every_run_exits(0, max(3, RUNS // 2), lambda: ("queued",))
+
+
+def test_two_rank_ddp_job_under_spawn():
+    # spawn() raises in the parent (exit 1) if a rank dies by a signal or fails.
+    assert_every_run_exits(0, max(3, RUNS // 3), lambda: ("ddp", str(free_port())))
+
+
+def test_forked_child_gets_an_error_and_exits_with_its_own_status():
+    assert_every_run_exits(0, max(3, RUNS // 12), lambda: ("forked",))
+
+
+def interrupt_mid_training(env: dict[str, str]) -> int:
+    proc = subprocess.Popen(
+        [sys.executable, str(SCENARIO), "interrupted"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, **env},
+    )
+    try:
+        assert proc.stdout.readline().strip() == "ready", proc.stderr.read()
+        time.sleep(0.05)  # inside the training loop, backward in flight
+        proc.send_signal(signal.SIGINT)
+        proc.communicate(timeout=LIMIT_S)
+    finally:
+        proc.kill()
+    return proc.returncode
+
+
+def test_keyboard_interrupt_mid_training_ends_as_on_cpu():
+    # Python ends an uncaught KeyboardInterrupt by re-raising SIGINT: measure it on CPU.
+    on_cpu = interrupt_mid_training({"TORCH_BACKEND": "none", "EXIT_SCENARIO_DEVICE": "cpu"})
+    assert on_cpu == -signal.SIGINT
+    codes = [interrupt_mid_training({}) for _ in range(max(3, RUNS // 12))]
+    assert codes == [on_cpu] * len(codes)
