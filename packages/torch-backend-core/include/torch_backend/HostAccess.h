@@ -6,12 +6,9 @@
 #include <ATen/core/Tensor.h>
 
 #include <torch_backend/Export.h>
+#include <torch_backend/Runtime.h>  // wait_for_host_access
 
 namespace torch_backend {
-
-// Waits until the current stream of `device` has finished its enqueued work,
-// so that host code sees every earlier write. Call before host computation.
-TORCH_BACKEND_API void wait_for_host_access(c10::Device device);
 
 // A CPU tensor over the same memory as the device tensor `t` (same sizes,
 // strides, offset, conj/neg bits), keeping t's storage alive. Writes through

@@ -4,6 +4,8 @@
 #include <string>
 #include <vector>
 
+#include <c10/core/Device.h>
+
 #include <torch_backend/DeviceRuntime.h>
 
 namespace torch_backend {
@@ -54,6 +56,11 @@ TORCH_BACKEND_API std::vector<int> used_devices();
 // each). Reports a failure on stderr instead of throwing: it runs at exit.
 // Does nothing if the runtime was never used or in a forked child.
 TORCH_BACKEND_API void synchronize_used_devices() noexcept;
+
+// Waits until the current stream of `device` has finished its enqueued work,
+// so that host code sees every earlier write (host-addressable memory). Call
+// before host computation on device memory.
+TORCH_BACKEND_API void wait_for_host_access(c10::Device device);
 
 }  // namespace torch_backend
 

@@ -9,7 +9,7 @@
 
 #include <torch_backend/Runtime.h>
 
-#include "../Streams.h"
+#include "../runtime/Streams.h"
 
 namespace torch_backend::allocator {
 namespace {

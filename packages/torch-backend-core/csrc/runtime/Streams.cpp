@@ -102,4 +102,10 @@ StreamHandle native_stream(const c10::Stream& stream) {
   return handle;
 }
 
+void wait_for_host_access(c10::Device device) {
+  c10::DeviceGuard guard(device);
+  TORCH_BACKEND_CHECK(active_runtime().stream_synchronize(
+      native_stream(current_stream(device.index()))));
+}
+
 }  // namespace torch_backend

@@ -4,9 +4,9 @@
 #include <torch_backend/Generator.h>
 #include <torch_backend/Runtime.h>
 
-#include "HostAllocator.h"
+#include "../memory/HostAllocator.h"
+#include "../runtime/Streams.h"
 #include "Registration.h"
-#include "Streams.h"
 
 namespace torch_backend {
 namespace {

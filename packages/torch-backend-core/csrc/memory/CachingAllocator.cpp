@@ -10,7 +10,7 @@
 
 #include <torch_backend/Runtime.h>
 
-#include "../Streams.h"
+#include "../runtime/Streams.h"
 #include "DeviceCachingAllocator.h"
 
 namespace torch_backend {

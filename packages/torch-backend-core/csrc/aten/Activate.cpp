@@ -7,7 +7,8 @@
 #include <torch_backend/Allocator.h>
 #include <torch_backend/Runtime.h>
 
-#include "HostAllocator.h"
+#include "../memory/HostAllocator.h"
+#include "../runtime/Guard.h"
 #include "Registration.h"
 
 namespace torch_backend {

@@ -5,7 +5,6 @@
 
 namespace torch_backend {
 
-void register_device_guard();
 void register_hooks();
 void register_minimal_kernels();
 void register_cpu_fallback();

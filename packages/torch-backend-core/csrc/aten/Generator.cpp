@@ -11,7 +11,7 @@
 
 #include <torch_backend/Runtime.h>
 
-#include "Streams.h"
+#include "../runtime/Streams.h"
 
 namespace torch_backend {
 namespace {

@@ -1,12 +1,12 @@
 // c10 device guard over the runtime: current device, streams and events.
 // torch.Stream / torch.Event and torch.accelerator all go through here.
+#include <c10/core/CachingDeviceAllocator.h>
 #include <c10/core/DeviceGuard.h>
 #include <c10/core/impl/DeviceGuardImplInterface.h>
 
-#include <torch_backend/Allocator.h>
 #include <torch_backend/Runtime.h>
 
-#include "Registration.h"
+#include "Guard.h"
 #include "Streams.h"
 
 namespace torch_backend {
@@ -116,7 +116,10 @@ class DeviceGuardImpl final : public c10::impl::DeviceGuardImplInterface {
 
   void recordDataPtrOnStream(const c10::DataPtr& data_ptr,
                              const Stream& stream) const override {
-    record_stream(data_ptr, stream);
+    // Through c10's allocator interface: the guard sits below the memory
+    // layer and must not know which allocator is registered.
+    c10::getDeviceAllocator(DeviceType::PrivateUse1)
+        ->recordStream(data_ptr, stream);
   }
 
   // --- events ----------------------------------------------------------------

@@ -1,12 +1,9 @@
 #include <torch_backend/HostAccess.h>
 
 #include <c10/core/CPUAllocator.h>
-#include <c10/core/DeviceGuard.h>
 #include <c10/core/TensorImpl.h>
 
 #include <torch_backend/Runtime.h>
-
-#include "../Streams.h"
 
 namespace torch_backend {
 namespace {
@@ -18,12 +15,6 @@ void release_alias(void* ctx) {
 }
 
 }  // namespace
-
-void wait_for_host_access(c10::Device device) {
-  c10::DeviceGuard guard(device);
-  TORCH_BACKEND_CHECK(active_runtime().stream_synchronize(
-      native_stream(current_stream(device.index()))));
-}
 
 at::Tensor host_alias(const at::Tensor& t) {
   const c10::Storage& storage = t.storage();

@@ -1,0 +1,85 @@
+"""Core's C++ keeps PyTorch's own layering (c10 -> ATen -> torch): each folder of
+packages/torch-backend-core/csrc includes only from the layers below it.
+
+    runtime      c10 and the device-symbol interface: devices, streams, guard, host sync
+    memory       + the caching device and pinned host allocators
+    aten         + ATen and torch/library.h: kernels, fallback, autocast, generator, hooks, activation
+    distributed  + c10d
+    python       + pybind11 and Python
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+CSRC = Path(__file__).resolve().parents[1] / "packages" / "torch-backend-core" / "csrc"
+INCLUDE = re.compile(r'^\s*#\s*include\s*[<"]([^">]+)[">]', re.MULTILINE)
+
+LAYERS = ["runtime", "memory", "aten", "distributed", "python"]
+# Public headers (include/torch_backend/) by the layer that implements them.
+PUBLIC_HEADER_LAYER = {
+    "DeviceRuntime.h": "runtime",
+    "Export.h": "runtime",
+    "Runtime.h": "runtime",
+    "Allocator.h": "memory",
+    "HostAccess.h": "aten",
+    "Generator.h": "aten",
+    "Kernels.h": "aten",
+    "Activate.h": "aten",
+}
+# What a layer may include from PyTorch, beyond c10 and the standard library.
+TORCH_ALLOWED = {
+    "runtime": (),
+    # PyTorch's own host-allocator base lives in ATen/core, as ours builds on it.
+    "memory": ("ATen/core/CachingHostAllocator.h",),
+    "aten": ("ATen/", "torch/library.h"),
+    "distributed": ("ATen/", "torch/library.h", "torch/csrc/distributed/"),
+    "python": ("ATen/", "torch/", "pybind11/", "Python.h"),
+}
+
+
+def layer_of_local(including: Path, target: str) -> str | None:
+    resolved = (including.parent / target).resolve()
+    try:
+        return resolved.relative_to(CSRC).parts[0]
+    except ValueError:
+        return None
+
+
+def violations(source: Path) -> list[str]:
+    layer = source.relative_to(CSRC).parts[0]
+    below = LAYERS[: LAYERS.index(layer) + 1]
+    found = []
+    for target in INCLUDE.findall(source.read_text()):
+        if target.startswith("torch_backend/"):
+            owner = PUBLIC_HEADER_LAYER.get(target.removeprefix("torch_backend/"))
+            if owner not in below:
+                found.append(f"{target} (layer {owner})")
+        elif target.startswith(("ATen/", "torch/", "pybind11/", "Python.h")):
+            if not target.startswith(TORCH_ALLOWED[layer]):
+                found.append(target)
+        elif "/" in target or target.endswith(".h") and (source.parent / target).exists():
+            owner = layer_of_local(source, target)
+            if owner is not None and owner not in below:
+                found.append(f"{target} (layer {owner})")
+    return found
+
+
+def test_every_source_file_is_in_a_layer():
+    folders = {p.relative_to(CSRC).parts[0] for p in CSRC.rglob("*") if p.is_file()}
+    assert folders <= set(LAYERS), f"files outside the layer folders: {sorted(folders - set(LAYERS))}"
+
+
+def test_public_headers_are_all_assigned_a_layer():
+    headers = {p.name for p in (CSRC.parent / "include" / "torch_backend").glob("*.h")}
+    assert headers == set(PUBLIC_HEADER_LAYER), sorted(headers ^ set(PUBLIC_HEADER_LAYER))
+
+
+def test_no_layer_includes_from_a_layer_above_it():
+    bad = {
+        str(p.relative_to(CSRC)): v
+        for p in sorted(CSRC.rglob("*"))
+        if p.suffix in (".h", ".cpp") and (v := violations(p))
+    }
+    assert not bad, f"includes from a higher layer: {bad}"
