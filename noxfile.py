@@ -57,13 +57,23 @@ def make_tests_session(backend: str) -> None:
         run_cpp_tests(session)
         package_tests = PACKAGES / BACKENDS[backend] / "tests"
         paths = [str(p) for p in (package_tests, ROOT / "tests") if p.is_dir()]
-        session.run("pytest", *paths, *session.posargs, env={"TORCH_BACKEND": backend})
+        kernel_tests = package_tests / "test_kernels.py"
+        session.run(
+            "pytest", *paths, "--ignore", str(kernel_tests), *session.posargs, env={"TORCH_BACKEND": backend}
+        )  # fmt: skip
         if backend == "fake":
-            # Again as a discrete device (memory host code may not address): the
-            # paths npu and cuda take (copy fallback, staged copies, pinned collectives).
+            # Again with fake's device kernels on and its memory discrete (host
+            # code may not address it): the paths npu and gpu take (device kernels
+            # through core's kernel layer, copy fallback for the rest, staged
+            # copies, pinned collectives).
             session.run(
                 "pytest", str(package_tests), "--ignore", str(package_tests / "test_opinfo.py"), *session.posargs,
-                env={"TORCH_BACKEND": backend, "TORCH_BACKEND_FAKE_DISCRETE": "1", "TORCH_BACKEND_EXIT_RUNS": "12"},
+                env={
+                    "TORCH_BACKEND": backend,
+                    "TORCH_BACKEND_FAKE_DISCRETE": "1",
+                    "TORCH_BACKEND_FAKE_KERNELS": "1",
+                    "TORCH_BACKEND_EXIT_RUNS": "12",
+                },
             )  # fmt: skip
         # Benchmarks are never timed tests: CI only checks that they run.
         session.run(

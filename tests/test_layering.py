@@ -26,6 +26,7 @@ PUBLIC_HEADER_LAYER = {
     "HostAccess.h": "aten",
     "Generator.h": "aten",
     "Kernels.h": "aten",
+    "DeviceKernels.h": "runtime",
     "Activate.h": "aten",
 }
 # What a layer may include from PyTorch, beyond c10 and the standard library.
@@ -59,7 +60,7 @@ def violations(source: Path) -> list[str]:
         elif target.startswith(("ATen/", "torch/", "pybind11/", "Python.h")):
             if not target.startswith(TORCH_ALLOWED[layer]):
                 found.append(target)
-        elif "/" in target or target.endswith(".h") and (source.parent / target).exists():
+        elif "/" in target or (target.endswith(".h") and (source.parent / target).exists()):
             owner = layer_of_local(source, target)
             if owner is not None and owner not in below:
                 found.append(f"{target} (layer {owner})")

@@ -477,6 +477,12 @@ class FakeRuntime final : public torch_backend::DeviceRuntime {
     return (bytes + kAlignment - 1) / kAlignment * kAlignment;
   }
 
+ public:
+  void enqueue(StreamHandle stream, std::function<void()> work) {
+    resolve(stream)->enqueue(std::move(work));
+  }
+
+ private:
   Stream* resolve(StreamHandle handle) {
     if (handle != nullptr) {
       return static_cast<Stream*>(handle);
@@ -525,3 +531,13 @@ thread_local int FakeRuntime::current_device_ = 0;
 }  // namespace
 
 TORCH_BACKEND_DEFINE_DEVICE_RUNTIME(FakeRuntime)
+
+// For fake's device kernels (FakeDeviceKernels.cpp): runs `work` on the
+// worker thread of `stream` (null: the current device's default stream), in
+// order with everything else enqueued there, as a real device would.
+void fake_enqueue(torch_backend::StreamHandle stream,
+                  std::function<void()> work) {
+  int abi = 0;
+  static_cast<FakeRuntime*>(torch_backend_device_runtime(&abi))
+      ->enqueue(stream, std::move(work));
+}

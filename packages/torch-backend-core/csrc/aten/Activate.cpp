@@ -10,6 +10,8 @@
 #include "../memory/HostAllocator.h"
 #include "../runtime/Guard.h"
 #include "Registration.h"
+#include "kernels/KernelTable.h"
+#include "kernels/OpTable.h"
 
 namespace torch_backend {
 
@@ -20,11 +22,13 @@ void activate(DeviceRuntime* runtime) {
   at::setHostAllocator(c10::DeviceType::PrivateUse1, host_allocator());
   register_hooks();
   register_minimal_kernels();
+  auto* lib = new torch::Library(torch::Library::IMPL, "aten",
+                                 c10::DispatchKey::PrivateUse1, __FILE__,
+                                 __LINE__);  // leaked, like core's own
+  // The backend's own kernels first: the fallback fills only the gaps.
+  load_device_kernels(runtime);
+  register_elementwise_kernels(*lib);
   if (void* registrar = kernel_registrar_of(runtime)) {
-    // The backend's own kernels first: the fallback fills only the gaps.
-    auto* lib = new torch::Library(torch::Library::IMPL, "aten",
-                                   c10::DispatchKey::PrivateUse1, __FILE__,
-                                   __LINE__);  // leaked, like core's own
     reinterpret_cast<void (*)(torch::Library&)>(registrar)(*lib);
   }
   register_cpu_fallback();

@@ -17,6 +17,7 @@
 #include <torch_backend/Generator.h>
 #include <torch_backend/Runtime.h>
 
+#include "../aten/kernels/OpTable.h"
 #include "Shutdown.h"
 
 namespace py = pybind11;
@@ -173,6 +174,13 @@ PYBIND11_MODULE(_C, m) {
   m.def("_is_initialized", &is_initialized);
   m.def("_in_bad_fork", &in_bad_fork);
   m.def("_prepare_exit", &prepare_for_exit);
+  m.def("_op_table", [] {
+    std::vector<std::tuple<std::string, std::string, std::string, bool>> rows;
+    for (const OpTableRow& row : op_table()) {
+      rows.emplace_back(row.op, row.family, row.kernel, row.on_device);
+    }
+    return rows;
+  });
   m.def("device_count", [] { return torch_backend::device_count(); });
   m.def("current_device", [] { return torch_backend::current_device(); });
   m.def("set_device", &set_current_device, py::arg("device"));

@@ -38,6 +38,7 @@ std::atomic<bool> g_bad_fork{false};
 // The last loaded device library's runtime and kernel registration.
 std::atomic<DeviceRuntime*> g_loaded_runtime{nullptr};
 std::atomic<void*> g_kernel_registrar{nullptr};
+std::atomic<void*> g_loaded_handle{nullptr};
 
 void mark_bad_fork_in_child() {
   if (g_initialized.load()) {
@@ -69,8 +70,16 @@ DeviceRuntime* load_device_library(const std::string& path) {
   TORCH_CHECK(runtime != nullptr, "device library '", path,
               "' returned no runtime");
   g_kernel_registrar.store(dlsym(handle, TORCH_BACKEND_KERNELS_SYMBOL));
+  g_loaded_handle.store(handle);
   g_loaded_runtime.store(runtime);
   return runtime;
+}
+
+void* device_library_symbol(const DeviceRuntime* runtime, const char* name) {
+  void* handle = g_loaded_handle.load();
+  return runtime == g_loaded_runtime.load() && handle != nullptr
+             ? dlsym(handle, name)
+             : nullptr;
 }
 
 void* kernel_registrar_of(const DeviceRuntime* runtime) {

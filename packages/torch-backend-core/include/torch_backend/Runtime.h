@@ -16,6 +16,9 @@ TORCH_BACKEND_API DeviceRuntime* load_device_library(const std::string& path);
 // The library's optional kernel registration (TORCH_BACKEND_DEFINE_KERNELS)
 // for a runtime it returned, or nullptr.
 TORCH_BACKEND_API void* kernel_registrar_of(const DeviceRuntime* runtime);
+// Another exported symbol of the library that returned `runtime`, or nullptr.
+TORCH_BACKEND_API void* device_library_symbol(const DeviceRuntime* runtime,
+                                              const char* name);
 
 // Makes `runtime` the process's device runtime. Allowed once per process,
 // like PyTorch's PrivateUse1 registration; a second call throws.

@@ -37,8 +37,34 @@ def report() -> str:
     return "\n".join(lines)
 
 
+def ops_report() -> str:
+    """Which ops of core's kernel table run on the active backend's device kernels, and which fall back."""
+    import torch  # noqa: F401  (activates the backend)
+
+    from torch_backend import _C, active_backend
+
+    active = active_backend()
+    if active is None:
+        return "ops: no backend is active (TORCH_BACKEND=none or none available)"
+    rows = _C._op_table()
+    on_device = [r for r in rows if r[3]]
+    lines = [f"ops on '{active.name}': {len(on_device)} of {len(rows)} in core's kernel table run on device kernels"]
+    for op, family, kernel, device in rows:
+        where = "device kernel" if device else "CPU fallback (no kernel)"
+        lines.append(f"  {op:<24} {family:<8} {kernel:<10} {where}")
+    lines.append("every other op runs on the CPU fallback")
+    return "\n".join(lines)
+
+
 def main() -> int:
-    print(report())
+    args = sys.argv[1:]
+    if args in ([], ["report"]):
+        print(report())
+    elif args == ["ops"]:
+        print(ops_report())
+    else:
+        print("usage: python -m torch_backend [report | ops]", file=sys.stderr)
+        return 2
     return 0
 
 

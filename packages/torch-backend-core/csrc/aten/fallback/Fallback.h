@@ -26,6 +26,9 @@ void apply_fallback_policy(const c10::OperatorHandle& op);
 void host_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack);
 // Copies arguments to the host and results back (any device).
 void copy_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack);
+// The fallback this device uses (zero-copy where host code can address its
+// memory): for device kernels that decline a call.
+void run_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack);
 
 // While alive on this thread, CPU allocations come from `device`'s memory.
 class RouteCpuAllocations {

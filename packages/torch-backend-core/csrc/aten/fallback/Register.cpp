@@ -52,6 +52,14 @@ bool is_view_op(const c10::OperatorHandle& op) {
 
 }  // namespace
 
+void run_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
+  if (active_capabilities().host_addressable_memory) {
+    host_fallback(op, stack);
+  } else {
+    copy_fallback(op, stack);
+  }
+}
+
 void register_cpu_fallback() {
   const bool zero_copy = active_capabilities().host_addressable_memory;
   auto fallback =
