@@ -138,18 +138,13 @@ Status add(const KernelContext& ctx, const TensorView& out, const TensorView& a,
                         });
 }
 
+// a - alpha * b is a + (-alpha) * b (modular for unsigned types, as on CPU).
 Status sub(const KernelContext& ctx, const TensorView& out, const TensorView& a,
            const TensorView& b, const ScalarValue& alpha) {
-  return enqueue_binary(ctx, out, a, b, alpha,
-                        [](auto c, const ScalarValue& s) {
-                          using C = decltype(c);
-                          const C k = alpha_as<C>(s);
-                          if constexpr (std::is_floating_point_v<C>) {
-                            return [k](C x, C y) { return std::fma(-k, y, x); };
-                          } else {
-                            return [k](C x, C y) { return x - k * y; };
-                          }
-                        });
+  ScalarValue negated = alpha;
+  negated.as_double = -alpha.as_double;
+  negated.as_int = -alpha.as_int;
+  return add(ctx, out, a, b, negated);
 }
 
 Status mul(const KernelContext& ctx, const TensorView& out, const TensorView& a,
