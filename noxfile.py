@@ -103,12 +103,17 @@ def demo(session: nox.Session) -> None:
 
 @nox.session(tags=["ci"])
 def opinfo(session: nox.Session) -> None:
-    """The full OpInfo sweep on fake vs CPU: >= 99% of (op, sample) pairs, failures as listed."""
+    """OpInfo sweep on fake vs CPU, with and without fake's device kernels: >= 99% equal, failures as listed."""
     system_deps(session)
     install_packages(session, *BACKENDS.values())
     session.install(*TEST_TOOLS)
     sweep = PACKAGES / "torch-backend-fake" / "tests" / "opinfo"
-    session.run("python", str(sweep / "sweep.py"), "--known", str(sweep / "known_failures.json"), *session.posargs)
+    known = ["--known", str(sweep / "known_failures.json")]
+    session.run("python", str(sweep / "sweep.py"), *known, *session.posargs)
+    # Again with fake's device kernels on: the kernel layer must keep every sample equal to CPU.
+    session.run(
+        "python", str(sweep / "sweep.py"), *known, *session.posargs, env={"TORCH_BACKEND_FAKE_KERNELS": "1"}
+    )  # fmt: skip
 
 
 @nox.session
