@@ -21,6 +21,17 @@ if not KERNELS_ON:
     raise RuntimeError("test_kernels.py needs TORCH_BACKEND_FAKE_KERNELS=1 (nox -s tests-fake sets it for this file)")
 
 BINARY = {"add": torch.add, "sub": torch.sub, "mul": torch.mul, "div": torch.div}
+UNARY = ["exp", "log", "sqrt", "rsqrt", "sin", "cos", "tanh", "sigmoid", "neg", "reciprocal", "erf", "silu"]
+POSITIVE = {"log", "sqrt", "rsqrt", "reciprocal"}  # kept away from NaN/inf on both sides
+
+
+def unary_input(name: str, shape: tuple[int, ...], dtype: torch.dtype = torch.float32) -> torch.Tensor:
+    x = torch.randn(shape)
+    return (x.abs() + 0.5 if name in POSITIVE else x).to(dtype)
+
+
+def unary_op(name: str):
+    return getattr(torch, name) if hasattr(torch, name) else getattr(torch.nn.functional, name)
 
 
 def same(device_result: torch.Tensor, cpu_result: torch.Tensor) -> None:
@@ -28,8 +39,9 @@ def same(device_result: torch.Tensor, cpu_result: torch.Tensor) -> None:
     torch.testing.assert_close(device_result.cpu(), cpu_result, equal_nan=True)
 
 
-def test_the_binary_family_runs_on_device_kernels():
-    rows = {op: on_device for op, family, _, on_device in _C._op_table() if family == "binary"}
+@pytest.mark.parametrize("family", ["binary", "unary"])
+def test_every_op_of_the_family_runs_on_device_kernels(family: str):
+    rows = {op: on_device for op, fam, _, on_device in _C._op_table() if fam == family}
     assert rows and all(rows.values()), rows
     table = torch._C._dispatch_dump_table("aten::mul.Tensor")
     line = next(line for line in table.splitlines() if line.startswith("PrivateUse1"))
@@ -141,3 +153,39 @@ def test_kernels_run_in_stream_order_on_a_side_stream():
 def test_declined_dtypes_fall_back_and_stay_correct():
     c = torch.randn(4, dtype=torch.complex64)
     same(c.to("fake") * 2, c * 2)  # complex: no kernel dtype, the fallback runs it
+
+
+@pytest.mark.parametrize("name", UNARY)
+@pytest.mark.parametrize("shape", [(4, 5), (), (0, 3), (2, 3, 4)], ids=["2d", "0-dim", "empty", "3d"])
+def test_unary_values_match_cpu(name: str, shape):
+    op = unary_op(name)
+    x = unary_input(name, shape)
+    same(op(x.to("fake")), op(x))
+
+
+@pytest.mark.parametrize("name", UNARY)
+def test_unary_on_non_contiguous_offset_views_in_place_and_out(name: str):
+    op = unary_op(name)
+    x = unary_input(name, (6, 8))
+    fx = x.to("fake")
+    same(op(fx.t()[1:7:2, 2:]), op(x.t()[1:7:2, 2:]))
+    if hasattr(torch, name):  # silu has no torch.silu(out=): F.silu only
+        out = torch.empty(0, device="fake")
+        getattr(torch, name)(fx[1:], out=out)
+        same(out, getattr(torch, name)(x[1:]))
+    method = getattr(torch.Tensor, name + "_", None)
+    if method is not None:
+        view, expected = fx.clone()[:, ::2], x.clone()[:, ::2]
+        method(view)
+        method(expected)
+        same(view, expected)
+
+
+@pytest.mark.parametrize("name", ["exp", "sqrt", "sigmoid", "neg"])
+@pytest.mark.parametrize("dtype", [torch.int64, torch.int32, torch.float16, torch.bfloat16, torch.float64])
+def test_unary_dtypes_promote_like_cpu(name: str, dtype):
+    op = unary_op(name)
+    x = (torch.rand(3, 4) * 4).to(dtype)
+    result = op(x.to("fake"))
+    assert result.dtype == op(x).dtype
+    same(result, op(x))

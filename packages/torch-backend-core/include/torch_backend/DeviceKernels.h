@@ -23,7 +23,7 @@
 namespace torch_backend {
 
 // Bumped whenever a descriptor layout or kernel signature changes.
-constexpr int kDeviceKernelsAbiVersion = 1;
+constexpr int kDeviceKernelsAbiVersion = 2;
 
 enum class DType : std::int8_t {
   Bool,
@@ -82,12 +82,20 @@ using BinaryKernel = Status (*)(const KernelContext& ctx, const TensorView& out,
                                 const TensorView& a, const TensorView& b,
                                 const ScalarValue& alpha);
 
+// Element-wise unary family: out = op(in), same sizes and dtype (core casts
+// first: float ops such as exp on integers compute in the float result type).
+using UnaryKernel = Status (*)(const KernelContext& ctx, const TensorView& out,
+                               const TensorView& in);
+
 // Filled by the backend's TORCH_BACKEND_DEFINE_DEVICE_KERNELS function.
 class TORCH_BACKEND_API KernelRegistry {
  public:
   virtual ~KernelRegistry();
   // Binary element-wise kernels: "add", "sub", "mul", "div".
   virtual void binary(const char* name, BinaryKernel kernel) = 0;
+  // Unary element-wise kernels: "exp", "log", "sqrt", "rsqrt", "sin", "cos",
+  // "tanh", "sigmoid", "neg", "reciprocal", "erf", "silu".
+  virtual void unary(const char* name, UnaryKernel kernel) = 0;
 };
 
 }  // namespace torch_backend

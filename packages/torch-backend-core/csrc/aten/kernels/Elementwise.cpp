@@ -10,15 +10,29 @@
 // the backend's TensorViews.
 #include <ATen/native/Resize.h>
 #include <ATen/ops/add_meta.h>
+#include <ATen/ops/cos_meta.h>
 #include <ATen/ops/div_meta.h>
 #include <ATen/ops/empty.h>
 #include <ATen/ops/empty_strided.h>
+#include <ATen/ops/erf_meta.h>
+#include <ATen/ops/exp_meta.h>
+#include <ATen/ops/log_meta.h>
 #include <ATen/ops/mul_meta.h>
+#include <ATen/ops/neg_meta.h>
+#include <ATen/ops/reciprocal_meta.h>
+#include <ATen/ops/rsqrt_meta.h>
+#include <ATen/ops/sigmoid_meta.h>
+#include <ATen/ops/silu_meta.h>
+#include <ATen/ops/sin_meta.h>
+#include <ATen/ops/sqrt_meta.h>
 #include <ATen/ops/sub_meta.h>
+#include <ATen/ops/tanh_meta.h>
 #include <c10/core/DeviceGuard.h>
 #include <torch/library.h>
 
+#include <functional>
 #include <optional>
+#include <vector>
 
 #include <torch_backend/Runtime.h>
 
@@ -142,12 +156,15 @@ ScalarValue scalar_value(const c10::Scalar& s, at::ScalarType compute) {
   return value;
 }
 
-// Runs `kernel` on a built binary iterator (operands: out, a, b). Operands of
-// another dtype than the computation's, and CPU scalars, are first made
-// device tensors of that dtype; a differently typed output gets a temporary.
-// Returns false when the backend declined (the caller then falls back).
-bool run_binary(TensorIteratorBase& iter, BinaryKernel kernel,
-                const c10::Scalar& alpha) {
+// Calls the backend's kernel on views of the iterator's operands (0: out).
+using Launch =
+    std::function<Status(const KernelContext& ctx, const TensorView* views)>;
+
+// Runs a built element-wise iterator through `launch`. Inputs of another
+// dtype than the computation's, and CPU scalars, are first made device
+// tensors of that dtype; a differently typed output gets a temporary. Returns
+// false when the backend declined (the caller then falls back).
+bool run_elementwise(TensorIteratorBase& iter, const Launch& launch) {
   if (iter.numel() == 0) {
     return true;
   }
@@ -158,24 +175,28 @@ bool run_binary(TensorIteratorBase& iter, BinaryKernel kernel,
   const Tensor& out = iter.tensor(0);
   const c10::Device device = out.device();
   c10::DeviceGuard guard(device);
-  const bool uniform = !iter.is_cpu_scalar(1) && !iter.is_cpu_scalar(2) &&
-                       iter.dtype(0) == compute && iter.dtype(1) == compute &&
-                       iter.dtype(2) == compute;
+  const int operands = iter.ntensors();
+  bool uniform = true;
+  for (int i = 0; i < operands; ++i) {
+    uniform = uniform && iter.dtype(i) == compute &&
+              (i == 0 || !iter.is_cpu_scalar(i));
+  }
   if (!uniform) {
-    const Tensor a = iter.tensor(1).to(device, compute);
-    const Tensor b = iter.tensor(2).to(device, compute);
     const bool typed_out = iter.dtype(0) == compute;
     const Tensor result = typed_out
                               ? out
                               : at::empty_strided(out.sizes(), out.strides(),
                                                   out.options().dtype(compute));
-    auto same = at::TensorIteratorConfig()
-                    .set_check_mem_overlap(false)
-                    .add_output(result)
-                    .add_const_input(a)
-                    .add_const_input(b)
-                    .build();
-    if (!run_binary(same, kernel, alpha)) {
+    std::vector<Tensor> inputs;
+    inputs.reserve(operands);  // the config borrows them: no reallocation
+    at::TensorIteratorConfig config;
+    config.set_check_mem_overlap(false).add_output(result);
+    for (int i = 1; i < operands; ++i) {
+      inputs.push_back(iter.tensor(i).to(device, compute));
+      config.add_const_input(inputs.back());
+    }
+    auto same = config.build();
+    if (!run_elementwise(same, launch)) {
       return false;
     }
     if (!typed_out) {
@@ -186,8 +207,11 @@ bool run_binary(TensorIteratorBase& iter, BinaryKernel kernel,
   KernelContext ctx;
   ctx.device = device.index();
   ctx.stream = native_stream(current_stream(device.index()));
-  const Status status = kernel(ctx, view_of(iter, 0), view_of(iter, 1),
-                               view_of(iter, 2), scalar_value(alpha, compute));
+  TensorView views[3];
+  for (int i = 0; i < operands; ++i) {
+    views[i] = view_of(iter, i);
+  }
+  const Status status = launch(ctx, views);
   if (status == kNotSupported) {
     return false;
   }
@@ -195,18 +219,20 @@ bool run_binary(TensorIteratorBase& iter, BinaryKernel kernel,
   return true;
 }
 
-// The op's schema, its device kernel, and the boxed fallback for calls the
-// kernel declines (a dtype it does not implement).
-struct BinaryOp {
-  BinaryKernel kernel = nullptr;
+// An op's device kernel, and its overloads' schemas for the boxed fallback
+// that runs calls the kernel declines (a dtype it does not implement).
+template <class Kernel>
+struct KernelOp {
+  Kernel kernel = nullptr;
   std::optional<c10::OperatorHandle> functional, out, inplace;
 };
+using BinaryOp = KernelOp<BinaryKernel>;
+using UnaryOp = KernelOp<UnaryKernel>;
 
-void run_or_fall_back(TensorIteratorBase& iter, const BinaryOp& op,
-                      const c10::Scalar& alpha,
+void run_or_fall_back(TensorIteratorBase& iter, const Launch& launch,
                       const c10::OperatorHandle& handle,
                       torch::jit::Stack stack, Tensor* result) {
-  if (run_binary(iter, op.kernel, alpha)) {
+  if (run_elementwise(iter, launch)) {
     if (result != nullptr) {
       *result = iter.tensor(0);
     }
@@ -218,6 +244,20 @@ void run_or_fall_back(TensorIteratorBase& iter, const BinaryOp& op,
   }
 }
 
+Launch binary_launch(BinaryKernel kernel, const c10::Scalar& alpha,
+                     at::ScalarType compute) {
+  const ScalarValue value = scalar_value(alpha, compute);
+  return [kernel, value](const KernelContext& ctx, const TensorView* v) {
+    return kernel(ctx, v[0], v[1], v[2], value);
+  };
+}
+
+Launch unary_launch(UnaryKernel kernel) {
+  return [kernel](const KernelContext& ctx, const TensorView* v) {
+    return kernel(ctx, v[0], v[1]);
+  };
+}
+
 template <class Meta, const BinaryOp* Op>
 struct WithAlpha {
   static Tensor functional(const Tensor& a, const Tensor& b,
@@ -225,21 +265,27 @@ struct WithAlpha {
     Functional<Meta> iter;
     iter.meta(a, b, alpha);
     Tensor result;
-    run_or_fall_back(iter, *Op, alpha, *Op->functional, {a, b, alpha}, &result);
+    run_or_fall_back(iter,
+                     binary_launch(Op->kernel, alpha, iter.common_dtype()),
+                     *Op->functional, {a, b, alpha}, &result);
     return result;
   }
   static Tensor& out(const Tensor& a, const Tensor& b, const c10::Scalar& alpha,
                      Tensor& out) {
     Out<Meta> iter(out);
     iter.meta(a, b, alpha);
-    run_or_fall_back(iter, *Op, alpha, *Op->out, {a, b, alpha, out}, nullptr);
+    run_or_fall_back(iter,
+                     binary_launch(Op->kernel, alpha, iter.common_dtype()),
+                     *Op->out, {a, b, alpha, out}, nullptr);
     return out;
   }
   static Tensor& inplace(Tensor& self, const Tensor& b,
                          const c10::Scalar& alpha) {
     InPlace<Meta> iter(self);
     iter.meta(self, b, alpha);
-    run_or_fall_back(iter, *Op, alpha, *Op->inplace, {self, b, alpha}, nullptr);
+    run_or_fall_back(iter,
+                     binary_launch(Op->kernel, alpha, iter.common_dtype()),
+                     *Op->inplace, {self, b, alpha}, nullptr);
     return self;
   }
 };
@@ -250,19 +296,48 @@ struct NoAlpha {
     Functional<Meta> iter;
     iter.meta(a, b);
     Tensor result;
-    run_or_fall_back(iter, *Op, 1, *Op->functional, {a, b}, &result);
+    run_or_fall_back(iter, binary_launch(Op->kernel, 1, iter.common_dtype()),
+                     *Op->functional, {a, b}, &result);
     return result;
   }
   static Tensor& out(const Tensor& a, const Tensor& b, Tensor& out) {
     Out<Meta> iter(out);
     iter.meta(a, b);
-    run_or_fall_back(iter, *Op, 1, *Op->out, {a, b, out}, nullptr);
+    run_or_fall_back(iter, binary_launch(Op->kernel, 1, iter.common_dtype()),
+                     *Op->out, {a, b, out}, nullptr);
     return out;
   }
   static Tensor& inplace(Tensor& self, const Tensor& b) {
     InPlace<Meta> iter(self);
     iter.meta(self, b);
-    run_or_fall_back(iter, *Op, 1, *Op->inplace, {self, b}, nullptr);
+    run_or_fall_back(iter, binary_launch(Op->kernel, 1, iter.common_dtype()),
+                     *Op->inplace, {self, b}, nullptr);
+    return self;
+  }
+};
+
+template <class Meta, const UnaryOp* Op>
+struct Unary {
+  static Tensor functional(const Tensor& self) {
+    Functional<Meta> iter;
+    iter.meta(self);
+    Tensor result;
+    run_or_fall_back(iter, unary_launch(Op->kernel), *Op->functional, {self},
+                     &result);
+    return result;
+  }
+  static Tensor& out(const Tensor& self, Tensor& out) {
+    Out<Meta> iter(out);
+    iter.meta(self);
+    run_or_fall_back(iter, unary_launch(Op->kernel), *Op->out, {self, out},
+                     nullptr);
+    return out;
+  }
+  static Tensor& inplace(Tensor& self) {
+    InPlace<Meta> iter(self);
+    iter.meta(self);
+    run_or_fall_back(iter, unary_launch(Op->kernel), *Op->inplace, {self},
+                     nullptr);
     return self;
   }
 };
@@ -271,6 +346,9 @@ struct NoAlpha {
   BinaryOp name##_op;
 TORCH_BACKEND_BINARY_OPS(TORCH_BACKEND_BINARY_STATE)
 #undef TORCH_BACKEND_BINARY_STATE
+#define TORCH_BACKEND_UNARY_STATE(name, Meta) UnaryOp name##_op;
+TORCH_BACKEND_UNARY_OPS(TORCH_BACKEND_UNARY_STATE)
+#undef TORCH_BACKEND_UNARY_STATE
 
 c10::OperatorHandle find(const char* name, const char* overload) {
   return c10::Dispatcher::singleton().findSchemaOrThrow(name, overload);
@@ -294,6 +372,18 @@ std::vector<std::string> register_elementwise_kernels(torch::Library& aten) {
   }
   TORCH_BACKEND_BINARY_OPS(TORCH_BACKEND_REGISTER_BINARY)
 #undef TORCH_BACKEND_REGISTER_BINARY
+#define TORCH_BACKEND_REGISTER_UNARY(name, Meta)                             \
+  if (UnaryKernel kernel = unary_kernel(#name)) {                            \
+    using Impl = Unary<at::meta::Meta, &name##_op>;                          \
+    name##_op = {kernel, find("aten::" #name, ""),                           \
+                 find("aten::" #name, "out"), find("aten::" #name "_", "")}; \
+    aten.impl(#name, TORCH_FN(Impl::functional));                            \
+    aten.impl(#name ".out", TORCH_FN(Impl::out));                            \
+    aten.impl(#name "_", TORCH_FN(Impl::inplace));                           \
+    registered.insert(registered.end(), {#name, #name ".out", #name "_"});   \
+  }
+  TORCH_BACKEND_UNARY_OPS(TORCH_BACKEND_REGISTER_UNARY)
+#undef TORCH_BACKEND_REGISTER_UNARY
   return registered;
 }
 
@@ -306,6 +396,12 @@ std::vector<OpTableRow> op_table() {
   }
   TORCH_BACKEND_BINARY_OPS(TORCH_BACKEND_BINARY_ROWS)
 #undef TORCH_BACKEND_BINARY_ROWS
+#define TORCH_BACKEND_UNARY_ROWS(name, Meta)                              \
+  for (const char* op : {#name, #name ".out", #name "_"}) {               \
+    rows.push_back({op, "unary", #name, unary_kernel(#name) != nullptr}); \
+  }
+  TORCH_BACKEND_UNARY_OPS(TORCH_BACKEND_UNARY_ROWS)
+#undef TORCH_BACKEND_UNARY_ROWS
   return rows;
 }
 

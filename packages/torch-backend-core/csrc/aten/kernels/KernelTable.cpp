@@ -19,7 +19,13 @@ class Table final : public KernelRegistry {
     binary_[name] = kernel;
   }
 
+  void unary(const char* name, UnaryKernel kernel) override {
+    TORCH_CHECK(kernel != nullptr, "unary kernel '", name, "' is null");
+    unary_[name] = kernel;
+  }
+
   std::unordered_map<std::string, BinaryKernel> binary_;
+  std::unordered_map<std::string, UnaryKernel> unary_;
 };
 
 Table& table() {
@@ -50,6 +56,11 @@ void load_device_kernels(DeviceRuntime* runtime) {
 BinaryKernel binary_kernel(const std::string& name) {
   auto it = table().binary_.find(name);
   return it == table().binary_.end() ? nullptr : it->second;
+}
+
+UnaryKernel unary_kernel(const std::string& name) {
+  auto it = table().unary_.find(name);
+  return it == table().unary_.end() ? nullptr : it->second;
 }
 
 }  // namespace torch_backend

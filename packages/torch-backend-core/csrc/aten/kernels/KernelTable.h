@@ -14,5 +14,6 @@ void load_device_kernels(DeviceRuntime* runtime);
 
 // nullptr when the backend has no such kernel.
 BinaryKernel binary_kernel(const std::string& name);
+UnaryKernel unary_kernel(const std::string& name);
 
 }  // namespace torch_backend

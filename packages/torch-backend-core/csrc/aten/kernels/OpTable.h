@@ -16,6 +16,21 @@
   X(mul, "Tensor", structured_mul_Tensor, NoAlpha)   \
   X(div, "Tensor", structured_div_Tensor, NoAlpha)
 
+// X(kernel and op name, meta class): functional, .out and in-place (name_).
+#define TORCH_BACKEND_UNARY_OPS(X)     \
+  X(exp, structured_exp)               \
+  X(log, structured_log)               \
+  X(sqrt, structured_sqrt)             \
+  X(rsqrt, structured_rsqrt)           \
+  X(sin, structured_sin)               \
+  X(cos, structured_cos)               \
+  X(tanh, structured_tanh)             \
+  X(sigmoid, structured_sigmoid)       \
+  X(neg, structured_neg)               \
+  X(reciprocal, structured_reciprocal) \
+  X(erf, structured_erf)               \
+  X(silu, structured_silu)
+
 namespace torch_backend {
 
 // Registers every op of the tables whose kernel the backend has; returns the
