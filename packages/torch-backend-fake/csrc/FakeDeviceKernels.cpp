@@ -1,14 +1,33 @@
 // The fake device's kernels (torch_backend/DeviceKernels.h): computed on the
 // host, enqueued on the stream core hands them, so they run in stream order
 // on the stream's worker thread exactly as a real device's kernels would.
-// Off unless TORCH_BACKEND_FAKE_KERNELS=1 (the default keeps the zero-copy
-// CPU fallback, which is faster on host memory).
+// Element-wise kernels are loops written here over the descriptors; GEMM,
+// reductions, softmax and nll_loss call ATen's CPU kernels on tensors made
+// from the descriptors: the fake device's "vendor library", as cuBLAS or
+// aclnn are a real device's. Off unless TORCH_BACKEND_FAKE_KERNELS=1 (the
+// default keeps the zero-copy CPU fallback, which is faster on host memory).
 #include <array>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <functional>
 
+#include <utility>
+
+#include <ATen/ops/_log_softmax.h>
+#include <ATen/ops/_log_softmax_backward_data.h>
+#include <ATen/ops/_softmax.h>
+#include <ATen/ops/_softmax_backward_data.h>
+#include <ATen/ops/addmm.h>
+#include <ATen/ops/amax.h>
+#include <ATen/ops/amin.h>
+#include <ATen/ops/baddbmm.h>
+#include <ATen/ops/empty_strided.h>
+#include <ATen/ops/from_blob.h>
+#include <ATen/ops/mean.h>
+#include <ATen/ops/nll_loss_backward.h>
+#include <ATen/ops/nll_loss_forward.h>
+#include <ATen/ops/sum.h>
 #include <c10/util/BFloat16.h>
 #include <c10/util/Half.h>
 
@@ -19,8 +38,8 @@ void fake_enqueue(torch_backend::StreamHandle stream,
 
 namespace {
 
-using torch_backend::BinaryKernel;
 using torch_backend::DType;
+using torch_backend::ElementwiseCall;
 using torch_backend::KernelContext;
 using torch_backend::kNotSupported;
 using torch_backend::kSuccess;
@@ -99,140 +118,435 @@ Status visit_dtype(DType dtype, Fn fn) {
   return kNotSupported;
 }
 
-// Enqueues out = op(a, b) on the kernel's stream; `make_op` builds the
-// element operation for a compute type from alpha.
-template <typename MakeOp>
-Status enqueue_binary(const KernelContext& ctx, const TensorView& out,
-                      const TensorView& a, const TensorView& b,
-                      const ScalarValue& alpha, MakeOp make_op) {
-  return visit_dtype(out.dtype, [&](auto tag) {
-    using T = decltype(tag);
-    auto op = make_op(Compute<T>{}, alpha);
-    fake_enqueue(ctx.stream, [=] {
-      T* o = static_cast<T*>(out.data);
-      const T* x = static_cast<const T*>(a.data);
-      const T* y = static_cast<const T*>(b.data);
-      for_each_offset<3>({&out, &a, &b}, [&](const auto& at) {
-        o[at[0]] = static_cast<T>(op(static_cast<Compute<T>>(x[at[1]]),
-                                     static_cast<Compute<T>>(y[at[2]])));
-      });
-    });
-    return kSuccess;
-  });
-}
-
-// Enqueues out = op(in) on the kernel's stream; op takes the compute type.
-template <typename Op>
-Status enqueue_unary(const KernelContext& ctx, const TensorView& out,
-                     const TensorView& in, Op op) {
-  return visit_dtype(out.dtype, [&](auto tag) {
-    using T = decltype(tag);
-    fake_enqueue(ctx.stream, [=] {
-      T* o = static_cast<T*>(out.data);
-      const T* x = static_cast<const T*>(in.data);
-      for_each_offset<2>({&out, &in}, [&](const auto& at) {
-        o[at[0]] = static_cast<T>(op(static_cast<Compute<T>>(x[at[1]])));
-      });
-    });
-    return kSuccess;
-  });
-}
-
-template <typename C>
-C alpha_as(const ScalarValue& alpha) {
-  return std::is_floating_point_v<C> ? static_cast<C>(alpha.as_double)
-                                     : static_cast<C>(alpha.as_int);
-}
-
-Status add(const KernelContext& ctx, const TensorView& out, const TensorView& a,
-           const TensorView& b, const ScalarValue& alpha) {
-  return enqueue_binary(ctx, out, a, b, alpha,
-                        [](auto c, const ScalarValue& s) {
-                          using C = decltype(c);
-                          const C k = alpha_as<C>(s);
-                          // Fused, as PyTorch's vectorised CPU kernel computes
-                          // it.
-                          if constexpr (std::is_floating_point_v<C>) {
-                            return [k](C x, C y) { return std::fma(k, y, x); };
-                          } else {
-                            return [k](C x, C y) { return x + k * y; };
-                          }
-                        });
-}
-
-// a - alpha * b is a + (-alpha) * b (modular for unsigned types, as on CPU).
-Status sub(const KernelContext& ctx, const TensorView& out, const TensorView& a,
-           const TensorView& b, const ScalarValue& alpha) {
-  ScalarValue negated = alpha;
-  negated.as_double = -alpha.as_double;
-  negated.as_int = -alpha.as_int;
-  return add(ctx, out, a, b, negated);
-}
-
-Status mul(const KernelContext& ctx, const TensorView& out, const TensorView& a,
-           const TensorView& b, const ScalarValue& alpha) {
-  return enqueue_binary(ctx, out, a, b, alpha, [](auto c, const ScalarValue&) {
-    using C = decltype(c);
-    return [](C x, C y) { return x * y; };
-  });
-}
-
-Status div(const KernelContext& ctx, const TensorView& out, const TensorView& a,
-           const TensorView& b, const ScalarValue& alpha) {
-  if (out.dtype != DType::Float16 && out.dtype != DType::BFloat16 &&
-      out.dtype != DType::Float32 && out.dtype != DType::Float64) {
-    return kNotSupported;  // true division of integers promotes to float
-  }
-  return enqueue_binary(ctx, out, a, b, alpha, [](auto c, const ScalarValue&) {
-    using C = decltype(c);
-    return [](C x, C y) { return x / y; };
-  });
-}
-
 bool is_floating(DType dtype) {
   return dtype == DType::Float16 || dtype == DType::BFloat16 ||
          dtype == DType::Float32 || dtype == DType::Float64;
 }
 
-// Unary kernels. Float functions get floating dtypes only (ATen's meta
-// functions promote integer inputs); anything else is declined.
-template <typename Fn>
-Status float_unary(const KernelContext& ctx, const TensorView& out,
-                   const TensorView& in, Fn fn) {
-  if (!is_floating(out.dtype)) {
-    return kNotSupported;
-  }
-  return enqueue_unary(ctx, out, in, [fn](auto x) {
-    using C = decltype(x);
-    if constexpr (std::is_floating_point_v<C>) {
-      return fn(x);
-    } else {
-      return x;  // never reached: declined above
-    }
+template <typename C>
+C scalar_as(const ScalarValue& value) {
+  return std::is_floating_point_v<C> ? static_cast<C>(value.as_double)
+                                     : static_cast<C>(value.as_int);
+}
+
+// Enqueues out = op(inputs...) element by element: inputs of type In, out of
+// type Out, op taking and returning compute types.
+template <typename Out, typename... In, std::size_t... I, typename Op>
+void enqueue_map(const KernelContext& ctx, const ElementwiseCall& call,
+                 std::index_sequence<I...>, Op op) {
+  fake_enqueue(ctx.stream, [call, op] {
+    constexpr std::size_t n = sizeof...(In) + 1;
+    const std::array<const TensorView*, n> views{&call.out, &call.inputs[I]...};
+    Out* out = static_cast<Out*>(call.out.data);
+    [[maybe_unused]] const std::tuple<const In*...> in{
+        static_cast<const In*>(call.inputs[I].data)...};
+    for_each_offset<n>(views, [&](const auto& at) {
+      out[at[0]] = static_cast<Out>(
+          op(static_cast<Compute<In>>(std::get<I>(in)[at[I + 1]])...));
+    });
   });
 }
 
-#define FAKE_FLOAT_UNARY(name, expression)                                 \
-  Status name(const KernelContext& ctx, const TensorView& out,             \
-              const TensorView& in) {                                      \
-    return float_unary(ctx, out, in, [](auto x) { return (expression); }); \
-  }
-FAKE_FLOAT_UNARY(exp_kernel, std::exp(x))
-FAKE_FLOAT_UNARY(log_kernel, std::log(x))
-FAKE_FLOAT_UNARY(sqrt_kernel, std::sqrt(x))
-FAKE_FLOAT_UNARY(rsqrt_kernel, 1 / std::sqrt(x))
-FAKE_FLOAT_UNARY(sin_kernel, std::sin(x))
-FAKE_FLOAT_UNARY(cos_kernel, std::cos(x))
-FAKE_FLOAT_UNARY(tanh_kernel, std::tanh(x))
-FAKE_FLOAT_UNARY(sigmoid_kernel, 1 / (1 + std::exp(-x)))
-FAKE_FLOAT_UNARY(reciprocal_kernel, 1 / x)
-FAKE_FLOAT_UNARY(erf_kernel, std::erf(x))
-FAKE_FLOAT_UNARY(silu_kernel, x / (1 + std::exp(-x)))
-#undef FAKE_FLOAT_UNARY
+template <typename T, std::size_t... I, typename Op>
+void enqueue_same(const KernelContext& ctx, const ElementwiseCall& call,
+                  std::index_sequence<I...> inputs, Op op) {
+  enqueue_map<T, decltype((void)I, T{})...>(ctx, call, inputs, op);
+}
 
-Status neg_kernel(const KernelContext& ctx, const TensorView& out,
-                  const TensorView& in) {
-  return enqueue_unary(ctx, out, in, [](auto x) { return -x; });
+// Every operand of one dtype; make_op(C{}, call) builds the element op for
+// compute type C. floating_only declines integer and bool dtypes.
+template <std::size_t Inputs, typename MakeOp>
+Status same_type(const KernelContext& ctx, const ElementwiseCall& call,
+                 bool floating_only, MakeOp make_op) {
+  if (floating_only && !is_floating(call.out.dtype)) {
+    return kNotSupported;
+  }
+  return visit_dtype(call.out.dtype, [&](auto tag) {
+    using T = decltype(tag);
+    using C = Compute<T>;
+    enqueue_same<T>(ctx, call, std::make_index_sequence<Inputs>{},
+                    make_op(C{}, call));
+    return kSuccess;
+  });
+}
+
+#define FAKE_KERNEL(name) \
+  Status name(const KernelContext& ctx, const ElementwiseCall& call)
+
+// Element ops written once for every compute type C.
+#define FAKE_SAME(name, inputs, floating_only, params, expression)         \
+  FAKE_KERNEL(name) {                                                      \
+    return same_type<inputs>(ctx, call, floating_only,                     \
+                             [](auto c, const ElementwiseCall& call) {     \
+                               using C = decltype(c);                      \
+                               (void)call;                                 \
+                               return [=] params { return (expression); }; \
+                             });                                           \
+  }
+
+template <typename C>
+C fused_add(C x, C y, C k) {
+  if constexpr (std::is_floating_point_v<C>) {
+    return std::fma(k, y, x);  // as PyTorch's vectorised CPU kernel
+  } else {
+    return static_cast<C>(x + k * y);
+  }
+}
+
+FAKE_KERNEL(add) {
+  return same_type<2>(ctx, call, false,
+                      [](auto c, const ElementwiseCall& call) {
+                        using C = decltype(c);
+                        const C k = scalar_as<C>(call.scalars[0]);
+                        return [k](C x, C y) { return fused_add(x, y, k); };
+                      });
+}
+
+// a - alpha * b is a + (-alpha) * b (modular for unsigned types, as on CPU).
+FAKE_KERNEL(sub) {
+  ElementwiseCall negated = call;
+  negated.scalars[0].as_double = -call.scalars[0].as_double;
+  negated.scalars[0].as_int = -call.scalars[0].as_int;
+  return add(ctx, negated);
+}
+
+template <typename C>
+bool is_nan(C x) {
+  if constexpr (std::is_floating_point_v<C>) {
+    return std::isnan(x);
+  } else {
+    return false;
+  }
+}
+
+FAKE_SAME(mul, 2, false, (C x, C y), x* y)
+FAKE_SAME(div, 2, true, (C x, C y), x / y)
+FAKE_SAME(maximum, 2, false, (C x, C y),
+          is_nan(x) ? x : (is_nan(y) ? y : (x > y ? x : y)))
+FAKE_SAME(minimum, 2, false, (C x, C y),
+          is_nan(x) ? x : (is_nan(y) ? y : (x < y ? x : y)))
+FAKE_SAME(pow, 2, true, (C x, C y), std::pow(x, y))
+
+// PyTorch's CPU kernel special-cases these exponents; so does this one, so
+// results agree to the last bit.
+FAKE_KERNEL(pow_scalar) {
+  return same_type<1>(ctx, call, true, [](auto c, const ElementwiseCall& call) {
+    using C = decltype(c);
+    const double e = call.scalars[0].as_double;
+    return [e](C x) -> C {
+      if (e == 2) return x * x;
+      if (e == 3) return x * x * x;
+      if (e == 0.5) return std::sqrt(x);
+      if (e == -0.5) return 1 / std::sqrt(x);
+      if (e == -1) return 1 / x;
+      if (e == -2) return 1 / (x * x);
+      return std::pow(x, static_cast<C>(e));
+    };
+  });
+}
+
+// Comparisons: inputs of the compute dtype, out Bool.
+template <typename Compare>
+Status compare(const KernelContext& ctx, const ElementwiseCall& call,
+               Compare compare) {
+  return visit_dtype(call.inputs[0].dtype, [&](auto tag) {
+    using T = decltype(tag);
+    enqueue_map<bool, T, T>(ctx, call, std::make_index_sequence<2>{}, compare);
+    return kSuccess;
+  });
+}
+
+#define FAKE_COMPARE(name, op)                                        \
+  FAKE_KERNEL(name) {                                                 \
+    return compare(ctx, call, [](auto x, auto y) { return x op y; }); \
+  }
+FAKE_COMPARE(eq, ==)
+FAKE_COMPARE(ne, !=)
+FAKE_COMPARE(lt, <)
+FAKE_COMPARE(le, <=)
+FAKE_COMPARE(gt, >)
+FAKE_COMPARE(ge, >=)
+#undef FAKE_COMPARE
+
+FAKE_KERNEL(where) {
+  return visit_dtype(call.out.dtype, [&](auto tag) {
+    using T = decltype(tag);
+    enqueue_map<T, bool, T, T>(
+        ctx, call, std::make_index_sequence<3>{},
+        [](bool condition, auto x, auto y) { return condition ? x : y; });
+    return kSuccess;
+  });
+}
+
+constexpr double kSqrt1_2 = 0.70710678118654752440;
+constexpr double kTwoOverSqrtPi = 1.12837916709551257390;
+constexpr double kSqrt2 = 1.41421356237309504880;
+
+FAKE_SAME(exp_kernel, 1, true, (C x), std::exp(x))
+FAKE_SAME(log_kernel, 1, true, (C x), std::log(x))
+FAKE_SAME(sqrt_kernel, 1, true, (C x), std::sqrt(x))
+FAKE_SAME(rsqrt_kernel, 1, true, (C x), 1 / std::sqrt(x))
+FAKE_SAME(sin_kernel, 1, true, (C x), std::sin(x))
+FAKE_SAME(cos_kernel, 1, true, (C x), std::cos(x))
+FAKE_SAME(tanh_kernel, 1, true, (C x), std::tanh(x))
+FAKE_SAME(sigmoid_kernel, 1, true, (C x), 1 / (1 + std::exp(-x)))
+FAKE_SAME(reciprocal_kernel, 1, true, (C x), 1 / x)
+FAKE_SAME(erf_kernel, 1, true, (C x), std::erf(x))
+FAKE_SAME(silu_kernel, 1, true, (C x), x / (1 + std::exp(-x)))
+FAKE_SAME(neg_kernel, 1, false, (C x), static_cast<C>(-x))
+FAKE_SAME(relu_kernel, 1, false, (C x), is_nan(x) ? x : (x > 0 ? x : C(0)))
+FAKE_SAME(gelu_kernel, 1, true, (C x),
+          C(0.5) * x * (1 + std::erf(x * C(kSqrt1_2))))
+FAKE_SAME(gelu_tanh_kernel, 1, true, (C x),
+          C(0.5) * x *
+              (1 + std::tanh(C(kSqrt2 * kTwoOverSqrtPi * 0.5) *
+                             (x + C(0.044715) * x * x * x))))
+FAKE_SAME(threshold_backward, 2, false, (C grad, C x),
+          x <= scalar_as<C>(call.scalars[0]) ? C(0) : grad)
+FAKE_SAME(sigmoid_backward, 2, true, (C grad, C out), grad * (1 - out) * out)
+FAKE_SAME(tanh_backward, 2, true, (C grad, C out), grad * (1 - out * out))
+FAKE_SAME(silu_backward, 2, true, (C grad, C x),
+          grad / (1 + std::exp(-x)) * (1 + x * (1 - 1 / (1 + std::exp(-x)))))
+FAKE_SAME(gelu_backward, 2, true, (C grad, C x),
+          grad*(C(0.5) * (1 + std::erf(x * C(kSqrt1_2))) +
+                x * C(kTwoOverSqrtPi * kSqrt1_2 * 0.5) *
+                    std::exp(C(-0.5) * x * x)))
+FAKE_SAME(addcmul, 3, false, (C self, C a, C b),
+          self + scalar_as<C>(call.scalars[0]) * a * b)
+FAKE_SAME(addcdiv, 3, true, (C self, C a, C b),
+          self + scalar_as<C>(call.scalars[0]) * (a / b))
+FAKE_SAME(fill, 0, false, (), scalar_as<C>(call.scalars[0]))
+
+FAKE_KERNEL(gelu_backward_tanh) {
+  return same_type<2>(ctx, call, true, [](auto c, const ElementwiseCall&) {
+    using C = decltype(c);
+    return [](C grad, C x) {
+      const C beta = C(kSqrt2 * kTwoOverSqrtPi * 0.5);
+      const C kappa = C(0.044715);
+      const C inner = beta * (x + kappa * x * x * x);
+      const C tanh_inner = std::tanh(inner);
+      const C left_derivative = C(0.5) * (1 + tanh_inner);
+      const C right_derivative = C(0.5) * x * (1 - tanh_inner * tanh_inner) *
+                                 beta * (1 + 3 * kappa * x * x);
+      return grad * (left_derivative + right_derivative);
+    };
+  });
+}
+
+// clamp(x, min, max) with either bound possibly left out; NaN stays NaN.
+FAKE_KERNEL(clamp) {
+  return same_type<1>(
+      ctx, call, false, [](auto c, const ElementwiseCall& call) {
+        using C = decltype(c);
+        const ScalarValue lo = call.scalars[0], hi = call.scalars[1];
+        return [lo, hi](C x) {
+          if (is_nan(x)) return x;
+          if (!lo.is_none && x < scalar_as<C>(lo)) x = scalar_as<C>(lo);
+          if (!hi.is_none && x > scalar_as<C>(hi)) x = scalar_as<C>(hi);
+          return x;
+        };
+      });
+}
+
+FAKE_KERNEL(clamp_min) {
+  ElementwiseCall bounds = call;
+  bounds.scalars[1].is_none = true;
+  return clamp(ctx, bounds);
+}
+
+FAKE_KERNEL(clamp_max) {
+  ElementwiseCall bounds = call;
+  bounds.scalars[1] = call.scalars[0];
+  bounds.scalars[0].is_none = true;
+  return clamp(ctx, bounds);
+}
+
+// lerp as PyTorch computes it: from the nearer end, for accuracy.
+template <typename C>
+C lerp_value(C self, C end, C weight) {
+  return std::abs(weight) < C(0.5) ? self + weight * (end - self)
+                                   : end - (end - self) * (1 - weight);
+}
+FAKE_SAME(lerp, 3, true, (C self, C end, C weight),
+          lerp_value(self, end, weight))
+FAKE_SAME(lerp_scalar, 2, true, (C self, C end),
+          lerp_value(self, end, scalar_as<C>(call.scalars[0])))
+
+#undef FAKE_SAME
+#undef FAKE_KERNEL
+
+// ---- Through ATen's CPU kernels -------------------------------------------
+
+at::ScalarType aten_dtype(DType dtype) {
+  switch (dtype) {
+    case DType::Bool:
+      return at::kBool;
+    case DType::UInt8:
+      return at::kByte;
+    case DType::Int8:
+      return at::kChar;
+    case DType::Int16:
+      return at::kShort;
+    case DType::Int32:
+      return at::kInt;
+    case DType::Int64:
+      return at::kLong;
+    case DType::Float16:
+      return at::kHalf;
+    case DType::BFloat16:
+      return at::kBFloat16;
+    case DType::Float32:
+      return at::kFloat;
+    case DType::Float64:
+      return at::kDouble;
+  }
+  return at::kFloat;
+}
+
+// A CPU tensor over a descriptor's memory (host memory, on the fake device).
+at::Tensor host_tensor(const TensorView& view) {
+  const auto dtype = aten_dtype(view.dtype);
+  char* data = static_cast<char*>(view.data) +
+               view.offset * static_cast<std::int64_t>(c10::elementSize(dtype));
+  return at::from_blob(data, at::IntArrayRef(view.sizes, view.dim),
+                       at::IntArrayRef(view.strides, view.dim),
+                       at::TensorOptions().dtype(dtype));
+}
+
+// Reductions: the dims where out has stride 0 are the reduced ones; out is
+// viewed with size 1 there (keepdim).
+template <typename Reduce>
+Status reduce(const KernelContext& ctx, const TensorView& out,
+              const TensorView& in, Reduce reduce_into) {
+  fake_enqueue(ctx.stream, [out, in, reduce_into] {
+    std::vector<std::int64_t> dims;
+    TensorView kept = out;
+    for (std::int32_t d = 0; d < out.dim; ++d) {
+      if (out.strides[d] == 0 && out.sizes[d] > 1) {
+        dims.push_back(d);
+        kept.sizes[d] = 1;
+      }
+    }
+    at::Tensor result = host_tensor(kept);
+    if (dims.empty()) {
+      result.copy_(host_tensor(in));  // nothing folds: each output is one input
+    } else {
+      reduce_into(result, host_tensor(in), at::IntArrayRef(dims));
+    }
+  });
+  return kSuccess;
+}
+
+#define FAKE_REDUCTION(name, call)                                \
+  Status name(const KernelContext& ctx, const TensorView& out,    \
+              const TensorView& in) {                             \
+    return reduce(ctx, out, in,                                   \
+                  [](at::Tensor& result, const at::Tensor& input, \
+                     at::IntArrayRef dims) { call; });            \
+  }
+FAKE_REDUCTION(sum_kernel, at::sum_out(result, input, dims, true))
+FAKE_REDUCTION(mean_kernel, at::mean_out(result, input, dims, true))
+FAKE_REDUCTION(amax_kernel, at::amax_out(result, input, dims, true))
+FAKE_REDUCTION(amin_kernel, at::amin_out(result, input, dims, true))
+#undef FAKE_REDUCTION
+
+Status gemm(const KernelContext& ctx, const torch_backend::GemmCall& call) {
+  fake_enqueue(ctx.stream, [call] {
+    at::Tensor out = host_tensor(call.out);
+    const at::Tensor a = host_tensor(call.a);
+    const at::Tensor b = host_tensor(call.b);
+    // beta == 0: c is never read (NaN in out must not leak in).
+    const at::Tensor c = call.beta != 0 ? host_tensor(call.c) : out;
+    if (out.size(0) == 1) {  // one matrix: the CPU's mm/addmm path
+      out.copy_(at::addmm(c[0], a[0], b[0], call.beta, call.alpha));
+    } else {
+      out.copy_(at::baddbmm(c, a, b, call.beta, call.alpha));
+    }
+  });
+  return kSuccess;
+}
+
+Status softmax_kernel(const KernelContext& ctx, const TensorView& out,
+                      const TensorView& in, std::int32_t dim) {
+  fake_enqueue(ctx.stream, [out, in, dim] {
+    at::Tensor result = host_tensor(out);
+    at::_softmax_out(result, host_tensor(in), dim, false);
+  });
+  return kSuccess;
+}
+
+Status log_softmax_kernel(const KernelContext& ctx, const TensorView& out,
+                          const TensorView& in, std::int32_t dim) {
+  fake_enqueue(ctx.stream, [out, in, dim] {
+    at::Tensor result = host_tensor(out);
+    at::_log_softmax_out(result, host_tensor(in), dim, false);
+  });
+  return kSuccess;
+}
+
+Status softmax_backward_kernel(const KernelContext& ctx,
+                               const TensorView& grad_input,
+                               const TensorView& grad_output,
+                               const TensorView& output, std::int32_t dim) {
+  fake_enqueue(ctx.stream, [grad_input, grad_output, output, dim] {
+    at::Tensor result = host_tensor(grad_input);
+    at::_softmax_backward_data_out(result, host_tensor(grad_output),
+                                   host_tensor(output), dim,
+                                   result.scalar_type());
+  });
+  return kSuccess;
+}
+
+Status log_softmax_backward_kernel(const KernelContext& ctx,
+                                   const TensorView& grad_input,
+                                   const TensorView& grad_output,
+                                   const TensorView& output, std::int32_t dim) {
+  fake_enqueue(ctx.stream, [grad_input, grad_output, output, dim] {
+    at::Tensor result = host_tensor(grad_input);
+    at::_log_softmax_backward_data_out(result, host_tensor(grad_output),
+                                       host_tensor(output), dim,
+                                       result.scalar_type());
+  });
+  return kSuccess;
+}
+
+std::optional<at::Tensor> optional_tensor(const TensorView& view) {
+  return view.data != nullptr ? std::optional<at::Tensor>(host_tensor(view))
+                              : std::nullopt;
+}
+
+Status nll_loss_kernel(const KernelContext& ctx,
+                       const torch_backend::NllLossCall& call) {
+  fake_enqueue(ctx.stream, [call] {
+    at::Tensor out = host_tensor(call.out);
+    at::Tensor total_weight = host_tensor(call.total_weight);
+    at::Tensor input = host_tensor(call.input);
+    if (call.reduction == torch_backend::Reduction::None) {
+      out = out.view({-1});
+    }
+    at::nll_loss_forward_out(out, total_weight, input, host_tensor(call.target),
+                             optional_tensor(call.weight),
+                             static_cast<std::int64_t>(call.reduction),
+                             call.ignore_index);
+  });
+  return kSuccess;
+}
+
+Status nll_loss_backward_kernel(
+    const KernelContext& ctx, const torch_backend::NllLossBackwardCall& call) {
+  fake_enqueue(ctx.stream, [call] {
+    at::Tensor grad_input = host_tensor(call.grad_input);
+    // ATen's CPU kernel reads only the input's shape: a 1-element stand-in.
+    const at::Tensor shape_of_input = at::empty_strided(
+        grad_input.sizes(), std::vector<std::int64_t>(grad_input.dim(), 0),
+        grad_input.options());
+    at::nll_loss_backward_out(
+        grad_input, host_tensor(call.grad_output), shape_of_input,
+        host_tensor(call.target), optional_tensor(call.weight),
+        static_cast<std::int64_t>(call.reduction), call.ignore_index,
+        host_tensor(call.total_weight));
+  });
+  return kSuccess;
 }
 
 bool kernels_enabled() {
@@ -242,24 +556,67 @@ bool kernels_enabled() {
 
 }  // namespace
 
+bool fake_device_kernels_enabled() { return kernels_enabled(); }
+
 TORCH_BACKEND_DEFINE_DEVICE_KERNELS(kernels) {
   if (!kernels_enabled()) {
     return;
   }
-  kernels.binary("add", &add);
-  kernels.binary("sub", &sub);
-  kernels.binary("mul", &mul);
-  kernels.binary("div", &div);
-  kernels.unary("exp", &exp_kernel);
-  kernels.unary("log", &log_kernel);
-  kernels.unary("sqrt", &sqrt_kernel);
-  kernels.unary("rsqrt", &rsqrt_kernel);
-  kernels.unary("sin", &sin_kernel);
-  kernels.unary("cos", &cos_kernel);
-  kernels.unary("tanh", &tanh_kernel);
-  kernels.unary("sigmoid", &sigmoid_kernel);
-  kernels.unary("neg", &neg_kernel);
-  kernels.unary("reciprocal", &reciprocal_kernel);
-  kernels.unary("erf", &erf_kernel);
-  kernels.unary("silu", &silu_kernel);
+  const std::pair<const char*, torch_backend::ElementwiseKernel> elementwise[] =
+      {{"add", &add},
+       {"sub", &sub},
+       {"mul", &mul},
+       {"div", &div},
+       {"maximum", &maximum},
+       {"minimum", &minimum},
+       {"pow", &pow},
+       {"pow_scalar", &pow_scalar},
+       {"eq", &eq},
+       {"ne", &ne},
+       {"lt", &lt},
+       {"le", &le},
+       {"gt", &gt},
+       {"ge", &ge},
+       {"where", &where},
+       {"exp", &exp_kernel},
+       {"log", &log_kernel},
+       {"sqrt", &sqrt_kernel},
+       {"rsqrt", &rsqrt_kernel},
+       {"sin", &sin_kernel},
+       {"cos", &cos_kernel},
+       {"tanh", &tanh_kernel},
+       {"sigmoid", &sigmoid_kernel},
+       {"neg", &neg_kernel},
+       {"reciprocal", &reciprocal_kernel},
+       {"erf", &erf_kernel},
+       {"silu", &silu_kernel},
+       {"relu", &relu_kernel},
+       {"gelu", &gelu_kernel},
+       {"gelu_tanh", &gelu_tanh_kernel},
+       {"clamp", &clamp},
+       {"clamp_min", &clamp_min},
+       {"clamp_max", &clamp_max},
+       {"threshold_backward", &threshold_backward},
+       {"sigmoid_backward", &sigmoid_backward},
+       {"tanh_backward", &tanh_backward},
+       {"silu_backward", &silu_backward},
+       {"gelu_backward", &gelu_backward},
+       {"gelu_backward_tanh", &gelu_backward_tanh},
+       {"addcmul", &addcmul},
+       {"addcdiv", &addcdiv},
+       {"lerp", &lerp},
+       {"lerp_scalar", &lerp_scalar},
+       {"fill", &fill}};
+  for (const auto& [name, kernel] : elementwise) {
+    kernels.elementwise(name, kernel);
+  }
+  kernels.reduction("sum", &sum_kernel);
+  kernels.reduction("mean", &mean_kernel);
+  kernels.reduction("amax", &amax_kernel);
+  kernels.reduction("amin", &amin_kernel);
+  kernels.gemm(&gemm);
+  kernels.softmax("softmax", &softmax_kernel, &softmax_backward_kernel);
+  kernels.softmax("log_softmax", &log_softmax_kernel,
+                  &log_softmax_backward_kernel);
+  kernels.nll_loss(&nll_loss_kernel, &nll_loss_backward_kernel);
 }

@@ -1,6 +1,7 @@
 // Example native kernel of the fake device: fill_ writes straight into device
 // memory (host-addressable), skipping the generic fallback's argument
-// aliasing and boxing. Every other op runs on core's CPU fallback.
+// aliasing and boxing. With the device kernels on, core's fill_ over fake's
+// "fill" kernel serves instead.
 #include <ATen/core/Tensor.h>
 
 #include <torch_backend/HostAccess.h>
@@ -16,6 +17,10 @@ at::Tensor& fill_scalar(at::Tensor& self, const at::Scalar& value) {
 
 }  // namespace
 
+bool fake_device_kernels_enabled();  // FakeDeviceKernels.cpp
+
 TORCH_BACKEND_DEFINE_KERNELS(m) {
-  m.impl("fill_.Scalar", TORCH_FN(fill_scalar));
+  if (!fake_device_kernels_enabled()) {
+    m.impl("fill_.Scalar", TORCH_FN(fill_scalar));
+  }
 }

@@ -20,8 +20,37 @@ KERNELS_ON = os.environ.get("TORCH_BACKEND_FAKE_KERNELS") == "1"
 if not KERNELS_ON:
     raise RuntimeError("test_kernels.py needs TORCH_BACKEND_FAKE_KERNELS=1 (nox -s tests-fake sets it for this file)")
 
-BINARY = {"add": torch.add, "sub": torch.sub, "mul": torch.mul, "div": torch.div}
-UNARY = ["exp", "log", "sqrt", "rsqrt", "sin", "cos", "tanh", "sigmoid", "neg", "reciprocal", "erf", "silu"]
+BINARY = {
+    "add": torch.add,
+    "sub": torch.sub,
+    "mul": torch.mul,
+    "div": torch.div,
+    "maximum": torch.maximum,
+    "minimum": torch.minimum,
+    "pow": lambda a, b: torch.pow(a.abs() + 0.5, b),
+    "eq": torch.eq,
+    "ne": torch.ne,
+    "lt": torch.lt,
+    "le": torch.le,
+    "gt": torch.gt,
+    "ge": torch.ge,
+}
+UNARY = [
+    "exp",
+    "log",
+    "sqrt",
+    "rsqrt",
+    "sin",
+    "cos",
+    "tanh",
+    "sigmoid",
+    "neg",
+    "reciprocal",
+    "erf",
+    "silu",
+    "relu",
+    "gelu",
+]
 POSITIVE = {"log", "sqrt", "rsqrt", "reciprocal"}  # kept away from NaN/inf on both sides
 
 
@@ -39,11 +68,17 @@ def same(device_result: torch.Tensor, cpu_result: torch.Tensor) -> None:
     torch.testing.assert_close(device_result.cpu(), cpu_result, equal_nan=True)
 
 
-@pytest.mark.parametrize("family", ["binary", "unary"])
+FAMILIES = ["elementwise", "reduction", "gemm", "softmax", "loss"]
+
+
+@pytest.mark.parametrize("family", FAMILIES)
 def test_every_op_of_the_family_runs_on_device_kernels(family: str):
     rows = {op: on_device for op, fam, _, on_device in _C._op_table() if fam == family}
     assert rows and all(rows.values()), rows
-    table = torch._C._dispatch_dump_table("aten::mul.Tensor")
+    op = {"elementwise": "mul.Tensor", "reduction": "sum.dim_IntList", "gemm": "mm", "softmax": "_softmax"}.get(
+        family, "nll_loss_forward"
+    )
+    table = torch._C._dispatch_dump_table(f"aten::{op}")
     line = next(line for line in table.splitlines() if line.startswith("PrivateUse1"))
     assert "Activate.cpp" in line, line  # the kernel layer's registration, not the fallback's
 
@@ -86,7 +121,7 @@ def test_binary_on_non_contiguous_and_offset_views(name: str):
         (torch.uint8, torch.int8),
     ],
 )
-@pytest.mark.parametrize("name", ["add", "mul", "div"])
+@pytest.mark.parametrize("name", ["add", "mul", "div", "maximum", "lt", "eq"])
 def test_binary_with_mixed_dtypes_promotes_like_cpu(name: str, a_dtype, b_dtype):
     op = BINARY[name]
     a = (torch.rand(5, 4) * 10).to(a_dtype)
@@ -169,7 +204,7 @@ def test_unary_on_non_contiguous_offset_views_in_place_and_out(name: str):
     x = unary_input(name, (6, 8))
     fx = x.to("fake")
     same(op(fx.t()[1:7:2, 2:]), op(x.t()[1:7:2, 2:]))
-    if hasattr(torch, name):  # silu has no torch.silu(out=): F.silu only
+    if hasattr(torch, name) and name != "relu":  # no torch.silu(out=) nor relu(out=)
         out = torch.empty(0, device="fake")
         getattr(torch, name)(fx[1:], out=out)
         same(out, getattr(torch, name)(x[1:]))
@@ -189,3 +224,203 @@ def test_unary_dtypes_promote_like_cpu(name: str, dtype):
     result = op(x.to("fake"))
     assert result.dtype == op(x).dtype
     same(result, op(x))
+
+
+def on_fake(*tensors: torch.Tensor) -> list[torch.Tensor]:
+    return [t.to("fake") for t in tensors]
+
+
+def test_comparisons_give_bool_and_in_place_keeps_the_dtype():
+    a, b = torch.randint(0, 3, (4, 5)).float(), torch.randint(0, 3, (5,)).float()
+    fa, fb = on_fake(a, b)
+    for op in (torch.eq, torch.ne, torch.lt, torch.le, torch.gt, torch.ge):
+        result = op(fa, fb)
+        assert result.dtype == torch.bool
+        same(result, op(a, b))
+        same(op(fa, 1), op(a, 1))  # the .Scalar overload
+    fa.ge_(fb)
+    assert fa.dtype == torch.float32
+    same(fa, a.ge_(b))
+
+
+def test_where_clamp_and_scalar_pow():
+    x, y = torch.randn(4, 5), torch.randn(5)
+    fx, fy = on_fake(x, y)
+    same(torch.where(fx > 0, fx, fy), torch.where(x > 0, x, y))
+    same(torch.where(fx > 0, fx, 0.0), torch.where(x > 0, x, 0.0))
+    same(torch.where(fx > 0, fx.double(), fy), torch.where(x > 0, x.double(), y))  # promotes
+    with pytest.raises(RuntimeError, match="where expected condition to be a boolean tensor"):
+        torch.where(fx, fx, fy)
+    x[0, 0] = float("nan")
+    fx = x.to("fake")
+    for kwargs in ({"min": -0.5, "max": 0.5}, {"min": 0.1}, {"max": -0.2}):
+        same(torch.clamp(fx, **kwargs), torch.clamp(x, **kwargs))
+    same(fx.clamp_min(0.25), x.clamp_min(0.25))
+    ints = torch.arange(-5, 5)
+    same(ints.to("fake").clamp(-2, 3), ints.clamp(-2, 3))
+    for exponent in (2, 3, 0.5, -1, 1.7):
+        same(fx.abs() ** exponent, x.abs() ** exponent)
+    with pytest.raises(RuntimeError, match="without overflow"):
+        torch.empty(3, dtype=torch.int8, device="fake").fill_(300)
+
+
+@pytest.mark.parametrize("name", ["relu", "gelu", "gelu-tanh", "silu", "sigmoid", "tanh"])
+def test_activation_backward_matches_cpu(name: str):
+    fn = {
+        "relu": torch.relu,
+        "gelu": torch.nn.functional.gelu,
+        "gelu-tanh": lambda t: torch.nn.functional.gelu(t, approximate="tanh"),
+        "silu": torch.nn.functional.silu,
+        "sigmoid": torch.sigmoid,
+        "tanh": torch.tanh,
+    }[name]
+    x = torch.randn(6, 7)
+    grad = torch.randn(6, 7)
+    cpu = x.clone().requires_grad_()
+    fn(cpu).backward(grad)
+    dev = x.to("fake").requires_grad_()
+    fn(dev).backward(grad.to("fake"))
+    same(dev.grad, cpu.grad)
+
+
+def test_optimizer_element_wise_ops():
+    s, a, b = torch.randn(4, 6), torch.randn(4, 6), torch.rand(6) + 0.5
+    fs, fa, fb = on_fake(s, a, b)
+    same(torch.addcmul(fs, fa, fb, value=-0.3), torch.addcmul(s, a, b, value=-0.3))
+    same(torch.addcdiv(fs, fa, fb, value=0.7), torch.addcdiv(s, a, b, value=0.7))
+    same(torch.lerp(fs, fa, 0.9), torch.lerp(s, a, 0.9))
+    same(torch.lerp(fs, fa, fb - 0.5), torch.lerp(s, a, b - 0.5))
+    view, expected = fs.clone()[:, 1::2], s.clone()[:, 1::2]
+    view.addcmul_(fa[:, :3], fb[:3])
+    expected.addcmul_(a[:, :3], b[:3])
+    same(view, expected)
+    filled = fs.clone()
+    filled[1:3].fill_(2.5)
+    filled[:, 0].zero_()
+    reference = s.clone()
+    reference[1:3].fill_(2.5)
+    reference[:, 0].zero_()
+    same(filled, reference)
+
+
+@pytest.mark.parametrize(
+    ("dim", "keepdim"), [(None, False), (0, False), (1, True), ((0, 2), False), (-1, True)], ids=str
+)
+@pytest.mark.parametrize("name", ["sum", "mean", "amax", "amin"])
+def test_reductions_match_cpu(name: str, dim, keepdim: bool):
+    op = getattr(torch, name)
+    x = torch.randn(3, 4, 5)
+    kwargs = {} if dim is None and name in ("sum", "mean") else {"dim": () if dim is None else dim, "keepdim": keepdim}
+    same(op(x.to("fake"), **kwargs), op(x, **kwargs))
+    view = x.transpose(0, 2)[1:, ::2]  # non-contiguous, offset
+    device_view = x.to("fake").transpose(0, 2)[1:, ::2]
+    same(op(device_view, **kwargs), op(view, **kwargs))
+
+
+def test_reduction_dtypes_empty_and_out():
+    ints = torch.randint(-5, 5, (4, 6), dtype=torch.int32)
+    result = ints.to("fake").sum(1)
+    assert result.dtype == torch.int64
+    same(result, ints.sum(1))
+    halves = torch.randn(64, 8).half()
+    same(halves.to("fake").sum(0), halves.sum(0))
+    same(halves.to("fake").sum(0, dtype=torch.float32), halves.sum(0, dtype=torch.float32))
+    same(torch.zeros(0, 3, device="fake").sum(0), torch.zeros(3))
+    same(torch.zeros(0, 3, device="fake").mean(0), torch.zeros(0, 3).mean(0))
+    same(torch.tensor(2.5, device="fake").sum(), torch.tensor(2.5))
+    out = torch.empty(0, device="fake")
+    x = torch.randn(5, 7)
+    torch.sum(x.to("fake"), 1, out=out)
+    same(out, x.sum(1))
+    with pytest.raises((RuntimeError, IndexError), match=r"[Ee]xpected reduction dim|empty"):
+        torch.zeros(0, 3, device="fake").amax(0)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.bfloat16, torch.float16])
+def test_matrix_multiplies_match_cpu(dtype):
+    tol = {"atol": 1e-2, "rtol": 1e-2} if dtype in (torch.bfloat16, torch.float16) else {}
+
+    def close(device_result, cpu_result):
+        assert device_result.device.type == "fake"
+        torch.testing.assert_close(device_result.cpu(), cpu_result, **tol)
+
+    a, b, bias = torch.randn(5, 7, dtype=dtype), torch.randn(7, 3, dtype=dtype), torch.randn(3, dtype=dtype)
+    fa, fb, fbias = on_fake(a, b, bias)
+    close(fa @ fb, a @ b)
+    close(fb.t() @ fa.t(), b.t() @ a.t())  # transposed operands: strides only
+    close(torch.addmm(fbias, fa, fb, beta=0.5, alpha=2), torch.addmm(bias, a, b, beta=0.5, alpha=2))
+    close(torch.nn.functional.linear(fa, fb.t(), fbias), torch.nn.functional.linear(a, b.t(), bias))
+    batch_a, batch_b = torch.randn(4, 5, 7, dtype=dtype), torch.randn(7, 3, dtype=dtype)
+    close(batch_a.to("fake") @ batch_b.to("fake"), batch_a @ batch_b)  # matmul broadcasts b
+    c = torch.randn(4, 5, 3, dtype=dtype)
+    bb = torch.randn(4, 7, 3, dtype=dtype)
+    close(
+        torch.baddbmm(c.to("fake"), batch_a.to("fake"), bb.to("fake"), beta=0.25),
+        torch.baddbmm(c, batch_a, bb, beta=0.25),
+    )
+
+
+def test_matrix_multiply_in_place_out_and_edge_shapes():
+    a, b = torch.randn(5, 7), torch.randn(7, 3)
+    acc = torch.randn(5, 3)
+    fa, fb, facc = on_fake(a, b, acc)
+    facc.addmm_(fa, fb, alpha=0.5)
+    same(facc, acc.addmm_(a, b, alpha=0.5))
+    nan_self = torch.full((5, 3), float("nan"))
+    same(torch.addmm(nan_self.to("fake"), fa, fb, beta=0), torch.addmm(nan_self, a, b, beta=0))
+    out = torch.empty(0, device="fake")
+    torch.mm(fa, fb, out=out)
+    same(out, a @ b)
+    same(torch.zeros(5, 0, device="fake") @ torch.zeros(0, 3, device="fake"), torch.zeros(5, 3))
+    same(torch.zeros(0, 4, device="fake") @ torch.zeros(4, 3, device="fake"), torch.zeros(0, 3))
+    with pytest.raises(RuntimeError, match="cannot be multiplied"):
+        fa @ fa
+    ints = torch.randint(0, 5, (3, 4))
+    same(ints.to("fake") @ ints.t().to("fake"), ints @ ints.t())  # declined: the fallback runs it
+
+
+@pytest.mark.parametrize("log", [False, True], ids=["softmax", "log_softmax"])
+@pytest.mark.parametrize("dim", [0, 1, -1])
+def test_softmax_forward_and_backward_match_cpu(log: bool, dim: int):
+    fn = torch.log_softmax if log else torch.softmax
+    x = torch.randn(4, 6, 5).transpose(0, 2)[:, 1:]  # non-contiguous, offset
+    grad = torch.randn(x.shape)
+    cpu = x.clone().requires_grad_()
+    fn(cpu, dim).backward(grad)
+    dev = x.to("fake").requires_grad_()
+    result = fn(dev, dim)
+    result.backward(grad.to("fake"))
+    same(result.detach(), fn(x, dim))
+    same(dev.grad, cpu.grad)
+    same(fn(torch.tensor(3.0, device="fake"), 0), fn(torch.tensor(3.0), 0))
+
+
+@pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
+@pytest.mark.parametrize("weighted", [False, True], ids=["unweighted", "weighted"])
+def test_cross_entropy_forward_and_backward_match_cpu(reduction: str, weighted: bool):
+    logits = torch.randn(6, 4)
+    target = torch.tensor([0, 3, -100, 2, 1, 3])
+    weight = torch.rand(4) + 0.5 if weighted else None
+    kwargs = {"reduction": reduction, "weight": weight}
+    cpu = logits.clone().requires_grad_()
+    expected = torch.nn.functional.cross_entropy(cpu, target, **kwargs)
+    expected.sum().backward()
+    dev = logits.to("fake").requires_grad_()
+    dev_kwargs = {**kwargs, "weight": None if weight is None else weight.to("fake")}
+    result = torch.nn.functional.cross_entropy(dev, target.to("fake"), **dev_kwargs)
+    result.sum().backward()
+    same(result.detach(), expected.detach())
+    same(dev.grad, cpu.grad)
+
+
+def test_nll_loss_single_sample_and_bad_targets():
+    logp = torch.randn(5).log_softmax(0)
+    same(
+        torch.nn.functional.nll_loss(logp.to("fake"), torch.tensor(2, device="fake")),
+        torch.nn.functional.nll_loss(logp, torch.tensor(2)),
+    )
+    logits = torch.randn(3, 4, device="fake")
+    with pytest.raises(IndexError, match="Target 7 is out of bounds"):
+        torch.nn.functional.cross_entropy(logits, torch.tensor([0, 7, 1], device="fake"))
+    with pytest.raises(IndexError, match="Target -3 is out of bounds"):
+        torch.nn.functional.cross_entropy(logits, torch.tensor([0, -3, 1], device="fake"))

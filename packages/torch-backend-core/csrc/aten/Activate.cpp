@@ -28,6 +28,10 @@ void activate(DeviceRuntime* runtime) {
   // The backend's own kernels first: the fallback fills only the gaps.
   load_device_kernels(runtime);
   register_elementwise_kernels(*lib);
+  register_reduction_kernels(*lib);
+  register_gemm_kernels(*lib);
+  register_softmax_kernels(*lib);
+  register_loss_kernels(*lib);
   if (void* registrar = kernel_registrar_of(runtime)) {
     reinterpret_cast<void (*)(torch::Library&)>(registrar)(*lib);
   }

@@ -10,7 +10,7 @@
 //
 // In the backend's kernel file (KERNEL_SOURCES in CMake):
 //   TORCH_BACKEND_DEFINE_DEVICE_KERNELS(kernels) {
-//     kernels.binary("add", &my_add);   // one function plus one line
+//     kernels.elementwise("add", &my_add);   // one function plus one line
 //   }
 // Core calls it once at activation. Kernel names are the families' op names
 // listed in core's op table (`python -m torch_backend ops` shows them).
@@ -23,7 +23,7 @@
 namespace torch_backend {
 
 // Bumped whenever a descriptor layout or kernel signature changes.
-constexpr int kDeviceKernelsAbiVersion = 2;
+constexpr int kDeviceKernelsAbiVersion = 3;
 
 enum class DType : std::int8_t {
   Bool,
@@ -59,11 +59,13 @@ struct TensorView {
   }
 };
 
-// A host-side scalar argument (alpha of add/sub), in the op's compute type.
+// A host-side scalar argument (alpha of add, value of fill_, min of clamp),
+// converted to the op's compute type.
 struct ScalarValue {
   double as_double = 0;
   std::int64_t as_int = 0;
   bool is_integral = false;
+  bool is_none = false;  // an optional argument left out (clamp's max)
 };
 
 // Where a kernel runs: the current device and stream core hands it. A kernel
@@ -73,29 +75,108 @@ struct KernelContext {
   int device = 0;
 };
 
-// Element-wise binary family: out = a (op) b, all three with the same sizes
-// (broadcast operands have stride 0), already coalesced, and the same dtype
-// (core casts operands of another dtype first). alpha: add/sub's multiplier
-// of b (1 otherwise). Return kNotSupported to decline a dtype: core then
-// runs that call on the fallback.
-using BinaryKernel = Status (*)(const KernelContext& ctx, const TensorView& out,
-                                const TensorView& a, const TensorView& b,
-                                const ScalarValue& alpha);
+// ---- Element-wise family ---------------------------------------------------
+// out = op(inputs..., scalars...). All views have the same sizes (broadcast
+// inputs have stride 0), already coalesced by TensorIterator. Inputs arrive
+// in the op's compute dtype (core casts others first), out in its result
+// dtype: the compute dtype, Bool for comparisons. where's condition is Bool.
+// scalars: the op's non-tensor arguments in schema order (add: alpha; clamp:
+// min, max, possibly is_none). A string argument selects the kernel: gelu
+// with approximate='tanh' runs kernel "gelu_tanh". Return kNotSupported to
+// decline a call (a dtype): core then runs it on the fallback.
+constexpr int kMaxElementwiseInputs = 3;
+constexpr int kMaxElementwiseScalars = 2;
 
-// Element-wise unary family: out = op(in), same sizes and dtype (core casts
-// first: float ops such as exp on integers compute in the float result type).
-using UnaryKernel = Status (*)(const KernelContext& ctx, const TensorView& out,
-                               const TensorView& in);
+struct ElementwiseCall {
+  TensorView out;
+  TensorView inputs[kMaxElementwiseInputs];
+  std::int32_t num_inputs = 0;
+  ScalarValue scalars[kMaxElementwiseScalars];
+  std::int32_t num_scalars = 0;
+};
 
-// Filled by the backend's TORCH_BACKEND_DEFINE_DEVICE_KERNELS function.
+using ElementwiseKernel = Status (*)(const KernelContext& ctx,
+                                     const ElementwiseCall& call);
+
+// ---- Reduction family ------------------------------------------------------
+// out and in have the same sizes; out has stride 0 along the reduced
+// dimensions, so out[j] combines every in[i] that maps to it. Both arrive in
+// the result dtype (sum of int32 is int64: core casts first). Kernels: "sum",
+// "mean" (divides by the number of elements folded into each output),
+// "amax", "amin". An empty reduction (a 0 size) never reaches the kernel.
+using ReductionKernel = Status (*)(const KernelContext& ctx,
+                                   const TensorView& out, const TensorView& in);
+
+// ---- Matrix multiply ------------------------------------------------------
+// out[i] = alpha * (a[i] @ b[i]) + beta * c[i] for every batch i: 3-D
+// views (batch, rows, columns) with any strides (a transpose is a stride
+// swap; a broadcast has stride 0). c (addmm's self, expanded) is set and
+// read only when beta != 0; it may be out itself (addmm_). All share one
+// floating dtype: Float32, BFloat16 or Float16 (accumulate in float), or
+// Float64.
+struct GemmCall {
+  TensorView out, a, b, c;
+  double alpha = 1;
+  double beta = 0;
+};
+
+using GemmKernel = Status (*)(const KernelContext& ctx, const GemmCall& call);
+
+// ---- Along one dimension --------------------------------------------------
+// softmax / log_softmax: out = f(in) along `dim`, both of one floating dtype
+// (core casts half_to_float inputs first). Full views, not coalesced.
+using SoftmaxKernel = Status (*)(const KernelContext& ctx,
+                                 const TensorView& out, const TensorView& in,
+                                 std::int32_t dim);
+// softmax_backward / log_softmax_backward: grad_input from grad_output and
+// the forward's output, along `dim`, all of one floating dtype.
+using SoftmaxBackwardKernel = Status (*)(const KernelContext& ctx,
+                                         const TensorView& grad_input,
+                                         const TensorView& grad_output,
+                                         const TensorView& output,
+                                         std::int32_t dim);
+
+// ---- Losses ---------------------------------------------------------------
+enum class Reduction : std::int8_t { None = 0, Mean = 1, Sum = 2 };
+
+// nll_loss over input (N, C) and target (N) of Int64 (core views a single
+// sample as N = 1), optional class weight (C) (data == nullptr: none), all
+// but target of one floating dtype. out: (N) for Reduction::None, else
+// 0-dim; total_weight: 0-dim, the summed weight of the counted targets. A
+// target equal to ignore_index counts nothing; core has checked that every
+// other target lies in [0, C) (IndexError otherwise, as on the CPU).
+struct NllLossCall {
+  TensorView out, total_weight, input, target, weight;
+  Reduction reduction = Reduction::Mean;
+  std::int64_t ignore_index = -100;
+};
+using NllLossKernel = Status (*)(const KernelContext& ctx,
+                                 const NllLossCall& call);
+
+// grad_input (shaped like input, zero-filled by core) from grad_output
+// ((N) for Reduction::None, else 0-dim) and the forward's total_weight.
+struct NllLossBackwardCall {
+  TensorView grad_input, grad_output, target, weight, total_weight;
+  Reduction reduction = Reduction::Mean;
+  std::int64_t ignore_index = -100;
+};
+using NllLossBackwardKernel = Status (*)(const KernelContext& ctx,
+                                         const NllLossBackwardCall& call);
+
+// Filled by the backend's TORCH_BACKEND_DEFINE_DEVICE_KERNELS function. The
+// kernel names each family accepts are the op table's (`python -m
+// torch_backend ops`); an unknown name is an error at activation.
 class TORCH_BACKEND_API KernelRegistry {
  public:
   virtual ~KernelRegistry();
-  // Binary element-wise kernels: "add", "sub", "mul", "div".
-  virtual void binary(const char* name, BinaryKernel kernel) = 0;
-  // Unary element-wise kernels: "exp", "log", "sqrt", "rsqrt", "sin", "cos",
-  // "tanh", "sigmoid", "neg", "reciprocal", "erf", "silu".
-  virtual void unary(const char* name, UnaryKernel kernel) = 0;
+  virtual void elementwise(const char* name, ElementwiseKernel kernel) = 0;
+  virtual void reduction(const char* name, ReductionKernel kernel) = 0;
+  virtual void gemm(GemmKernel kernel) = 0;
+  // "softmax" or "log_softmax".
+  virtual void softmax(const char* name, SoftmaxKernel forward,
+                       SoftmaxBackwardKernel backward) = 0;
+  virtual void nll_loss(NllLossKernel forward,
+                        NllLossBackwardKernel backward) = 0;
 };
 
 }  // namespace torch_backend

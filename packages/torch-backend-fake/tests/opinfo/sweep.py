@@ -2,7 +2,7 @@
 
 For each (op, sample): the CPU result and the device result must be equal
 under torch.testing.assert_close; for ops supporting autograd the gradients of
-the inputs must be equal too. Random ops are compared under the same seed
+the inputs must be equal too (forward and backward are reported apart). Random ops are compared under the same seed
 (device generators share the CPU's algorithm). Used by test_opinfo.py and by
 `python sweep.py --device fake` for the full run.
 """
@@ -37,30 +37,51 @@ def _float_outputs(result: object) -> list[torch.Tensor]:
     return [t for t in leaves if isinstance(t, torch.Tensor) and t.is_floating_point() and t.requires_grad]
 
 
-def _run(op, sample, device: str) -> tuple[object, list[torch.Tensor | None]]:
+class BackwardMismatchError(AssertionError):
+    """The forward results agree; the gradients differ (or their computation failed)."""
+
+
+def _forward(op, sample, device: str) -> tuple[object, object]:
     inputs = _to(device, (sample.input, sample.args, sample.kwargs))
     torch.manual_seed(SEED)
-    result = op(inputs[0], *inputs[1], **inputs[2])
-    grads: list[torch.Tensor | None] = []
-    if op.supports_autograd:
-        outs = _float_outputs(result)
-        leaves = [t for t in tree_flatten(inputs)[0] if isinstance(t, torch.Tensor) and t.requires_grad]
-        if outs and leaves:
-            total = sum(o.sum() for o in outs)
-            grads = list(torch.autograd.grad(total, leaves, allow_unused=True))
-    return result, grads
+    return inputs, op(inputs[0], *inputs[1], **inputs[2])
 
 
-def check(op, sample, device: str) -> None:
-    expected, expected_grads = _run(op, sample, "cpu")
-    actual, actual_grads = _run(op, sample, device)
+def _grads(op, inputs: object, result: object) -> list[torch.Tensor | None] | None:
+    """Gradients of the inputs, or None when the op or sample has none."""
+    if not op.supports_autograd:
+        return None
+    outs = _float_outputs(result)
+    leaves = [t for t in tree_flatten(inputs)[0] if isinstance(t, torch.Tensor) and t.requires_grad]
+    if not (outs and leaves):
+        return None
+    total = sum(o.sum() for o in outs)
+    return list(torch.autograd.grad(total, leaves, allow_unused=True))
+
+
+def check(op, sample, device: str) -> bool:
+    """Compares one sample on `device` with CPU, forward then backward.
+
+    Returns whether gradients were compared; raises on a forward difference, and
+    BackwardMismatchError when only the gradients differ.
+    """
     to_cpu = lambda v: tree_map(lambda x: x.detach().cpu() if isinstance(x, torch.Tensor) else x, v)  # noqa: E731
+    cpu_inputs, expected = _forward(op, sample, "cpu")
+    inputs, actual = _forward(op, sample, device)
     if op.name in UNINITIALISED:
         meta = lambda v: tree_map(lambda x: (x.shape, x.stride(), x.dtype) if isinstance(x, torch.Tensor) else x, v)  # noqa: E731
         assert meta(actual) == meta(expected), f"{meta(actual)} != {meta(expected)}"
-        return
+        return False
     torch.testing.assert_close(to_cpu(actual), to_cpu(expected), equal_nan=True, check_device=False)
-    torch.testing.assert_close(to_cpu(actual_grads), to_cpu(expected_grads), equal_nan=True, check_device=False)
+    try:
+        expected_grads = _grads(op, cpu_inputs, expected)
+        if expected_grads is None:
+            return False
+        actual_grads = _grads(op, inputs, actual)
+        torch.testing.assert_close(to_cpu(actual_grads), to_cpu(expected_grads), equal_nan=True, check_device=False)
+    except Exception as exc:
+        raise BackwardMismatchError(f"backward: {type(exc).__name__}: {exc}") from exc
+    return True
 
 
 def op_names() -> list[str]:
@@ -83,21 +104,34 @@ def samples(names: set[str] | None = None) -> Iterator[tuple[str, object, object
 
 
 def sweep(device: str, names: set[str] | None = None, trace: bool = False) -> dict[str, dict[str, int | str]]:
-    """Per op: passed and failed sample counts and the first failure."""
+    """Per op: passed and failed sample counts (forward, and backward where gradients exist) and the first failure."""
     results: dict[str, dict[str, int | str]] = {}
     warnings.filterwarnings("ignore")
     for key, op, sample in samples(names):
-        entry = results.setdefault(key, {"passed": 0, "failed": 0, "error": ""})
+        entry = results.setdefault(
+            key, {"passed": 0, "failed": 0, "backward_passed": 0, "backward_failed": 0, "error": ""}
+        )
         if trace:
             print(f"running {key}", file=sys.stderr, flush=True)
         try:
-            check(op, sample, device)
+            if check(op, sample, device):
+                entry["backward_passed"] += 1
             entry["passed"] += 1
         except Exception as exc:
-            entry["failed"] += 1
+            if isinstance(exc, BackwardMismatchError):
+                entry["passed"] += 1
+                entry["backward_failed"] += 1
+            else:
+                entry["failed"] += 1
+                # Its gradients could not be compared either.
+                entry["backward_failed"] += int(op.supports_autograd)
             if not entry["error"]:
                 entry["error"] = f"{type(exc).__name__}: {str(exc).splitlines()[0][:200] if str(exc) else ''}"
     return results
+
+
+def rate(passed: int, failed: int) -> float:
+    return 100 * passed / max(1, passed + failed)
 
 
 def main() -> int:
@@ -105,27 +139,39 @@ def main() -> int:
     parser.add_argument("--device", default="fake")
     parser.add_argument("--json", help="write per-op results here")
     parser.add_argument("--trace", action="store_true", help="print each op before running it (find crashes)")
-    parser.add_argument("--known", help="known_failures.json: fail unless >= 99%% pass and failures match it")
+    parser.add_argument(
+        "--known",
+        help="known_failures.json: fail unless >= 99%% of forward and 98%% of backward samples pass "
+        "and failures match it",
+    )
     args = parser.parse_args()
     start = time.time()
     results = sweep(args.device, trace=args.trace)
-    passed = sum(r["passed"] for r in results.values())
-    failed = sum(r["failed"] for r in results.values())
-    rate = 100 * passed / max(1, passed + failed)
-    print(f"{passed} passed, {failed} failed ({rate:.2f}%) in {time.time() - start:.0f}s")
+    totals = {
+        k: sum(r[k] for r in results.values()) for k in ("passed", "failed", "backward_passed", "backward_failed")
+    }
+    forward_rate = rate(totals["passed"], totals["failed"])
+    backward_rate = rate(totals["backward_passed"], totals["backward_failed"])
+    print(
+        f"forward: {totals['passed']} passed, {totals['failed']} failed ({forward_rate:.2f}%); "
+        f"backward: {totals['backward_passed']} passed, {totals['backward_failed']} failed ({backward_rate:.2f}%) "
+        f"in {time.time() - start:.0f}s"
+    )
     for key, r in sorted(results.items()):
-        if r["failed"]:
-            print(f"  {key}: {r['failed']} failed / {r['passed']} passed: {r['error']}")
+        if r["failed"] or r["backward_failed"]:
+            print(f"  {key}: {r['failed']}/{r['backward_failed']} failed (forward/backward): {r['error']}")
     if args.json:
         with open(args.json, "w") as out:
             json.dump(results, out, indent=1, sort_keys=True)
     if args.known:
         with open(args.known) as known_file:
             known = set(json.load(known_file))
-        failing = {key for key, r in results.items() if r["failed"]}
+        failing = {key for key, r in results.items() if r["failed"] or r["backward_failed"]}
         problems = []
-        if rate < 99.0:
-            problems.append(f"pass rate {rate:.2f}% is below 99%")
+        if forward_rate < 99.0:
+            problems.append(f"forward pass rate {forward_rate:.2f}% is below 99%")
+        if backward_rate < 98.0:
+            problems.append(f"backward pass rate {backward_rate:.2f}% is below 98%")
         if failing - known:
             problems.append(f"unlisted failures: {sorted(failing - known)}")
         if known - failing:

@@ -1,10 +1,13 @@
 #include "KernelTable.h"
 
+#include <algorithm>
 #include <unordered_map>
 
 #include <c10/util/Exception.h>
 
 #include <torch_backend/Runtime.h>
+
+#include "OpTable.h"
 
 namespace torch_backend {
 
@@ -12,25 +15,69 @@ KernelRegistry::~KernelRegistry() = default;
 
 namespace {
 
+template <class Kernel>
+using ByName = std::unordered_map<std::string, Kernel>;
+
 class Table final : public KernelRegistry {
  public:
-  void binary(const char* name, BinaryKernel kernel) override {
-    TORCH_CHECK(kernel != nullptr, "binary kernel '", name, "' is null");
-    binary_[name] = kernel;
+  void elementwise(const char* name, ElementwiseKernel kernel) override {
+    add("elementwise", name, kernel, elementwise_);
+  }
+  void reduction(const char* name, ReductionKernel kernel) override {
+    add("reduction", name, kernel, reduction_);
+  }
+  void gemm(GemmKernel kernel) override {
+    TORCH_CHECK(kernel != nullptr, "the gemm kernel is null");
+    gemm_ = kernel;
+  }
+  void softmax(const char* name, SoftmaxKernel forward,
+               SoftmaxBackwardKernel backward) override {
+    TORCH_CHECK(backward != nullptr, "softmax kernel '", name,
+                "' has no backward");
+    add("softmax", name, forward, softmax_);
+    softmax_backward_[name] = backward;
+  }
+  void nll_loss(NllLossKernel forward,
+                NllLossBackwardKernel backward) override {
+    TORCH_CHECK(forward != nullptr && backward != nullptr,
+                "the nll_loss kernels are null");
+    nll_loss_ = forward;
+    nll_loss_backward_ = backward;
   }
 
-  void unary(const char* name, UnaryKernel kernel) override {
-    TORCH_CHECK(kernel != nullptr, "unary kernel '", name, "' is null");
-    unary_[name] = kernel;
-  }
+  ByName<ElementwiseKernel> elementwise_;
+  ByName<ReductionKernel> reduction_;
+  GemmKernel gemm_ = nullptr;
+  ByName<SoftmaxKernel> softmax_;
+  ByName<SoftmaxBackwardKernel> softmax_backward_;
+  NllLossKernel nll_loss_ = nullptr;
+  NllLossBackwardKernel nll_loss_backward_ = nullptr;
 
-  std::unordered_map<std::string, BinaryKernel> binary_;
-  std::unordered_map<std::string, UnaryKernel> unary_;
+ private:
+  // A misspelt name would silently leave its op on the fallback: refuse it.
+  template <class Kernel>
+  static void add(const std::string& family, const char* name, Kernel kernel,
+                  ByName<Kernel>& into) {
+    TORCH_CHECK(kernel != nullptr, family, " kernel '", name, "' is null");
+    const auto known = known_kernels(family);
+    TORCH_CHECK(std::find(known.begin(), known.end(), name) != known.end(),
+                "the device library registers an unknown ", family, " kernel '",
+                name,
+                "'; `python -m torch_backend ops` lists "
+                "the kernels core can use");
+    into[name] = kernel;
+  }
 };
 
 Table& table() {
   static auto* instance = new Table();  // leaked: kernels run until exit
   return *instance;
+}
+
+template <class Kernel>
+Kernel lookup(const ByName<Kernel>& kernels, const std::string& name) {
+  auto it = kernels.find(name);
+  return it == kernels.end() ? nullptr : it->second;
 }
 
 }  // namespace
@@ -53,14 +100,22 @@ void load_device_kernels(DeviceRuntime* runtime) {
   define(table());
 }
 
-BinaryKernel binary_kernel(const std::string& name) {
-  auto it = table().binary_.find(name);
-  return it == table().binary_.end() ? nullptr : it->second;
+ElementwiseKernel elementwise_kernel(const std::string& name) {
+  return lookup(table().elementwise_, name);
 }
-
-UnaryKernel unary_kernel(const std::string& name) {
-  auto it = table().unary_.find(name);
-  return it == table().unary_.end() ? nullptr : it->second;
+ReductionKernel reduction_kernel(const std::string& name) {
+  return lookup(table().reduction_, name);
+}
+GemmKernel gemm_kernel() { return table().gemm_; }
+SoftmaxKernel softmax_kernel(const std::string& name) {
+  return lookup(table().softmax_, name);
+}
+SoftmaxBackwardKernel softmax_backward_kernel(const std::string& name) {
+  return lookup(table().softmax_backward_, name);
+}
+NllLossKernel nll_loss_kernel() { return table().nll_loss_; }
+NllLossBackwardKernel nll_loss_backward_kernel() {
+  return table().nll_loss_backward_;
 }
 
 }  // namespace torch_backend

@@ -9,11 +9,16 @@
 namespace torch_backend {
 
 // Calls the device library's TORCH_BACKEND_DEFINE_DEVICE_KERNELS function, if
-// it has one; throws c10::Error on an ABI mismatch.
+// it has one; throws c10::Error on an ABI mismatch or an unknown kernel name.
 void load_device_kernels(DeviceRuntime* runtime);
 
-// nullptr when the backend has no such kernel.
-BinaryKernel binary_kernel(const std::string& name);
-UnaryKernel unary_kernel(const std::string& name);
+// Each returns nullptr when the backend has no such kernel.
+ElementwiseKernel elementwise_kernel(const std::string& name);
+ReductionKernel reduction_kernel(const std::string& name);
+GemmKernel gemm_kernel();
+SoftmaxKernel softmax_kernel(const std::string& name);
+SoftmaxBackwardKernel softmax_backward_kernel(const std::string& name);
+NllLossKernel nll_loss_kernel();
+NllLossBackwardKernel nll_loss_backward_kernel();
 
 }  // namespace torch_backend

@@ -1,0 +1,115 @@
+#include "Launch.h"
+
+#include <ATen/Dispatch.h>
+
+#include <torch_backend/Runtime.h>
+
+#include "../../runtime/Streams.h"
+#include "../fallback/Fallback.h"
+
+namespace torch_backend {
+
+std::optional<DType> kernel_dtype(at::ScalarType type) {
+  switch (type) {
+    case at::kBool:
+      return DType::Bool;
+    case at::kByte:
+      return DType::UInt8;
+    case at::kChar:
+      return DType::Int8;
+    case at::kShort:
+      return DType::Int16;
+    case at::kInt:
+      return DType::Int32;
+    case at::kLong:
+      return DType::Int64;
+    case at::kHalf:
+      return DType::Float16;
+    case at::kBFloat16:
+      return DType::BFloat16;
+    case at::kFloat:
+      return DType::Float32;
+    case at::kDouble:
+      return DType::Float64;
+    default:
+      return std::nullopt;
+  }
+}
+
+TensorView view_of(const at::Tensor& tensor) {
+  TensorView view;
+  view.data = tensor.storage().mutable_data();
+  view.offset = tensor.storage_offset();
+  view.dtype = *kernel_dtype(tensor.scalar_type());
+  view.dim = static_cast<int32_t>(tensor.dim());
+  TORCH_CHECK(view.dim <= kMaxKernelDims, "device kernels take at most ",
+              kMaxKernelDims, " dimensions, got ", view.dim);
+  for (int d = 0; d < view.dim; ++d) {
+    view.sizes[d] = tensor.size(d);
+    view.strides[d] = tensor.stride(d);
+  }
+  return view;
+}
+
+TensorView view_of(const at::TensorIteratorBase& iter, int arg) {
+  TensorView view;
+  view.data = iter.data_ptr(arg);
+  view.dtype = *kernel_dtype(iter.dtype(arg));
+  view.dim = static_cast<int32_t>(iter.ndim());
+  const int64_t element = iter.element_size(arg);
+  for (int d = 0; d < view.dim; ++d) {
+    view.sizes[d] = iter.shape()[d];
+    view.strides[d] = iter.strides(arg)[d] / element;
+  }
+  return view;
+}
+
+ScalarValue scalar_value(const c10::Scalar& scalar, at::ScalarType compute) {
+  ScalarValue value;
+  value.is_integral = at::isIntegralType(compute, /*includeBool=*/true);
+  AT_DISPATCH_ALL_TYPES_AND3(
+      at::kHalf, at::kBFloat16, at::kBool, compute, "scalar_value", [&] {
+        const auto converted = scalar.to<scalar_t>();  // checked
+        if (value.is_integral) {
+          value.as_int = static_cast<int64_t>(converted);
+          value.as_double = static_cast<double>(value.as_int);
+        } else {
+          value.as_double = static_cast<double>(converted);
+          value.as_int = static_cast<int64_t>(value.as_double);
+        }
+      });
+  return value;
+}
+
+KernelContext kernel_context(const c10::Device& device) {
+  KernelContext ctx;
+  ctx.device = device.index();
+  ctx.stream = native_stream(current_stream(device.index()));
+  return ctx;
+}
+
+bool kernel_ran(Status status) {
+  if (status == kNotSupported) {
+    return false;
+  }
+  TORCH_BACKEND_CHECK(status);
+  return true;
+}
+
+void fall_back(const c10::OperatorHandle& op, torch::jit::Stack& stack) {
+  run_fallback(op, &stack);
+}
+
+c10::OperatorHandle find_op(const char* qualified) {
+  std::string name = std::string("aten::") + qualified;
+  std::string overload;
+  const auto dot = name.find('.');
+  if (dot != std::string::npos) {
+    overload = name.substr(dot + 1);
+    name.resize(dot);
+  }
+  return c10::Dispatcher::singleton().findSchemaOrThrow(name.c_str(),
+                                                        overload.c_str());
+}
+
+}  // namespace torch_backend

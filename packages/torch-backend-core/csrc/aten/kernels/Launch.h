@@ -1,0 +1,60 @@
+// Internal: what every kernel family's ATen wrapper shares: turning ATen
+// tensors and iterators into the backend's descriptors, the context a kernel
+// runs in, and the fallback for calls a kernel declines.
+#pragma once
+
+#include <ATen/TensorIterator.h>
+#include <ATen/core/Tensor.h>
+#include <ATen/core/dispatch/Dispatcher.h>
+#include <ATen/core/stack.h>
+
+#include <optional>
+#include <string>
+
+#include <torch_backend/DeviceKernels.h>
+
+namespace torch_backend {
+
+// The kernel dtype of an ATen dtype; nullopt for dtypes kernels never see
+// (complex, quantized, float8: those calls stay on the fallback).
+std::optional<DType> kernel_dtype(at::ScalarType type);
+
+// A tensor's own sizes and strides (not coalesced).
+TensorView view_of(const at::Tensor& tensor);
+// Operand `arg` of a built iterator, over its coalesced shape.
+TensorView view_of(const at::TensorIteratorBase& iter, int arg);
+
+// A scalar argument in `compute`'s C++ type, with PyTorch's overflow check
+// ("value cannot be converted to type int8_t without overflow").
+ScalarValue scalar_value(const c10::Scalar& scalar, at::ScalarType compute);
+
+// The current stream of `device`, which the kernel enqueues on.
+KernelContext kernel_context(const c10::Device& device);
+
+// Checks a kernel's status: true when it ran, false when it declined the
+// call (kNotSupported); throws on any other error.
+bool kernel_ran(Status status);
+
+// Runs the boxed fallback for `op` on `stack`: for calls a kernel declines.
+void fall_back(const c10::OperatorHandle& op, torch::jit::Stack& stack);
+
+c10::OperatorHandle find_op(const char* qualified);  // "add.Tensor"
+
+// Arguments as the boxed fallback takes them.
+template <class T>
+c10::IValue boxed(const T& value) {
+  return c10::IValue(value);
+}
+inline c10::IValue boxed(c10::string_view value) { return std::string(value); }
+inline c10::IValue boxed(at::IntArrayRef value) { return value.vec(); }
+inline c10::IValue boxed(at::OptionalIntArrayRef value) {
+  return value ? c10::IValue(value->vec()) : c10::IValue();
+}
+
+// Whether kernels take every tensor's dtype (else the call falls back).
+template <class... Tensors>
+bool kernel_dtypes(const Tensors&... tensors) {
+  return (kernel_dtype(tensors.scalar_type()).has_value() && ...);
+}
+
+}  // namespace torch_backend

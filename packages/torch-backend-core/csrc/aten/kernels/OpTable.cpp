@@ -1,0 +1,82 @@
+// The op table as rows, for `python -m torch_backend ops` and for checking
+// the kernel names a backend registers. Only strings: no meta headers here.
+#include "OpTable.h"
+
+#include <limits>
+
+#include "KernelTable.h"
+
+namespace torch_backend {
+namespace {
+
+void add_rows(std::vector<OpTableRow>& rows, const char* family,
+              const std::string& kernel, bool on_device,
+              std::initializer_list<const char*> ops) {
+  for (const char* op : ops) {
+    if (op != nullptr) {
+      rows.push_back({op, family, kernel, on_device});
+    }
+  }
+}
+
+}  // namespace
+
+std::vector<OpTableRow> op_table() {
+  std::vector<OpTableRow> rows;
+#define TORCH_BACKEND_ELEMENTWISE_ROWS(id, kernel, Meta, functional, out, \
+                                       inplace, rule)                     \
+  add_rows(rows, "elementwise", #kernel,                                  \
+           elementwise_kernel(#kernel) != nullptr,                        \
+           {functional, out, inplace});
+  TORCH_BACKEND_ELEMENTWISE_OPS(TORCH_BACKEND_ELEMENTWISE_ROWS)
+#undef TORCH_BACKEND_ELEMENTWISE_ROWS
+  add_rows(rows, "elementwise", "fill", elementwise_kernel("fill") != nullptr,
+           {"zero_"});
+#define TORCH_BACKEND_REDUCTION_ROWS(id, Meta, functional, out, empty) \
+  add_rows(rows, "reduction", #id, reduction_kernel(#id) != nullptr,   \
+           {functional, out});
+  TORCH_BACKEND_REDUCTION_OPS(TORCH_BACKEND_REDUCTION_ROWS)
+#undef TORCH_BACKEND_REDUCTION_ROWS
+#define TORCH_BACKEND_GEMM_ROWS(id, Meta, Operands, functional, out, inplace) \
+  add_rows(rows, "gemm", "gemm", gemm_kernel() != nullptr,                    \
+           {functional, out, inplace});
+  TORCH_BACKEND_GEMM_OPS(TORCH_BACKEND_GEMM_ROWS)
+#undef TORCH_BACKEND_GEMM_ROWS
+#define TORCH_BACKEND_SOFTMAX_ROWS(kernel, Meta, functional, out, BackMeta, \
+                                   back_functional, back_out)               \
+  add_rows(rows, "softmax", #kernel, softmax_kernel(#kernel) != nullptr,    \
+           {functional, out, back_functional, back_out});
+  TORCH_BACKEND_SOFTMAX_OPS(TORCH_BACKEND_SOFTMAX_ROWS)
+#undef TORCH_BACKEND_SOFTMAX_ROWS
+  add_rows(rows, "loss", "nll_loss", nll_loss_kernel() != nullptr,
+           {"nll_loss_forward", "nll_loss_forward.output", "nll_loss_backward",
+            "nll_loss_backward.grad_input"});
+  return rows;
+}
+
+std::vector<std::string> known_kernels(const std::string& family) {
+  std::vector<std::string> names;
+  if (family == "elementwise") {
+#define TORCH_BACKEND_ELEMENTWISE_NAME(id, kernel, Meta, functional, out, \
+                                       inplace, rule)                     \
+  names.emplace_back(#kernel);
+    TORCH_BACKEND_ELEMENTWISE_OPS(TORCH_BACKEND_ELEMENTWISE_NAME)
+#undef TORCH_BACKEND_ELEMENTWISE_NAME
+    // approximate='tanh' variants (a string argument selects the kernel).
+    names.insert(names.end(), {"gelu_tanh", "gelu_backward_tanh"});
+  } else if (family == "reduction") {
+#define TORCH_BACKEND_REDUCTION_NAME(id, Meta, functional, out, empty) \
+  names.emplace_back(#id);
+    TORCH_BACKEND_REDUCTION_OPS(TORCH_BACKEND_REDUCTION_NAME)
+#undef TORCH_BACKEND_REDUCTION_NAME
+  } else if (family == "softmax") {
+#define TORCH_BACKEND_SOFTMAX_NAME(kernel, Meta, functional, out, BackMeta, \
+                                   back_functional, back_out)               \
+  names.emplace_back(#kernel);
+    TORCH_BACKEND_SOFTMAX_OPS(TORCH_BACKEND_SOFTMAX_NAME)
+#undef TORCH_BACKEND_SOFTMAX_NAME
+  }
+  return names;
+}
+
+}  // namespace torch_backend
