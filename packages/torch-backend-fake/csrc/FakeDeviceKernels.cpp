@@ -22,9 +22,14 @@
 #include <ATen/ops/amax.h>
 #include <ATen/ops/amin.h>
 #include <ATen/ops/baddbmm.h>
+#include <ATen/ops/empty.h>
 #include <ATen/ops/empty_strided.h>
 #include <ATen/ops/from_blob.h>
+#include <ATen/ops/index_add.h>
+#include <ATen/ops/index_select.h>
 #include <ATen/ops/mean.h>
+#include <ATen/ops/native_layer_norm.h>
+#include <ATen/ops/native_layer_norm_backward.h>
 #include <ATen/ops/nll_loss_backward.h>
 #include <ATen/ops/nll_loss_forward.h>
 #include <ATen/ops/sum.h>
@@ -372,6 +377,58 @@ FAKE_SAME(lerp, 3, true, (C self, C end, C weight),
 FAKE_SAME(lerp_scalar, 2, true, (C self, C end),
           lerp_value(self, end, scalar_as<C>(call.scalars[0])))
 
+// dst = src converted: the one kernel whose input has another dtype.
+FAKE_KERNEL(copy) {
+  return visit_dtype(call.out.dtype, [&](auto out_tag) {
+    using Out = decltype(out_tag);
+    return visit_dtype(call.inputs[0].dtype, [&](auto in_tag) {
+      using In = decltype(in_tag);
+      enqueue_map<Out, In>(ctx, call, std::make_index_sequence<1>{},
+                           [](auto x) { return x; });
+      return kSuccess;
+    });
+  });
+}
+
+// out = mask ? value : out (in place; the mask is inputs[0]).
+FAKE_KERNEL(masked_fill) {
+  return visit_dtype(call.out.dtype, [&](auto tag) {
+    using T = decltype(tag);
+    const T value = static_cast<T>(scalar_as<Compute<T>>(call.scalars[0]));
+    fake_enqueue(ctx.stream, [call, value] {
+      T* out = static_cast<T*>(call.out.data);
+      const bool* mask = static_cast<const bool*>(call.inputs[0].data);
+      for_each_offset<2>({&call.out, &call.inputs[0]}, [&](const auto& at) {
+        if (mask[at[1]]) {
+          out[at[0]] = value;
+        }
+      });
+    });
+    return kSuccess;
+  });
+}
+
+// out[i] = start + i * step, computed in double (int64 for integers).
+FAKE_KERNEL(arange) {
+  return visit_dtype(call.out.dtype, [&](auto tag) {
+    using T = decltype(tag);
+    const ScalarValue start = call.scalars[0], step = call.scalars[1];
+    fake_enqueue(ctx.stream, [call, start, step] {
+      T* out = static_cast<T*>(call.out.data);
+      std::int64_t i = 0;
+      for_each_offset<1>({&call.out}, [&](const auto& at) {
+        if (start.is_integral) {
+          out[at[0]] = static_cast<T>(start.as_int + step.as_int * i++);
+        } else {
+          out[at[0]] = static_cast<T>(
+              start.as_double + step.as_double * static_cast<double>(i++));
+        }
+      });
+    });
+    return kSuccess;
+  });
+}
+
 #undef FAKE_SAME
 #undef FAKE_KERNEL
 
@@ -549,6 +606,129 @@ Status nll_loss_backward_kernel(
   return kSuccess;
 }
 
+Status index_select_kernel(const KernelContext& ctx,
+                           const torch_backend::IndexCall& call) {
+  fake_enqueue(ctx.stream, [call] {
+    at::Tensor out = host_tensor(call.out);
+    at::index_select_out(out, host_tensor(call.self), call.dim,
+                         host_tensor(call.index));
+  });
+  return kSuccess;
+}
+
+Status index_add_kernel(const KernelContext& ctx,
+                        const torch_backend::IndexCall& call) {
+  const at::Scalar alpha = call.alpha.is_integral
+                               ? at::Scalar(call.alpha.as_int)
+                               : at::Scalar(call.alpha.as_double);
+  fake_enqueue(ctx.stream, [call, alpha] {
+    host_tensor(call.out).index_add_(call.dim, host_tensor(call.index),
+                                     host_tensor(call.source), alpha);
+  });
+  return kSuccess;
+}
+
+Status layer_norm_kernel(const KernelContext& ctx,
+                         const torch_backend::LayerNormCall& call) {
+  fake_enqueue(ctx.stream, [call] {
+    const at::Tensor input = host_tensor(call.input);
+    auto [out, mean, rstd] = at::native_layer_norm(
+        input, {input.size(1)}, optional_tensor(call.weight),
+        optional_tensor(call.bias), call.eps);
+    host_tensor(call.out).copy_(out);
+    host_tensor(call.mean).copy_(mean.view(-1));
+    host_tensor(call.rstd).copy_(rstd.view(-1));
+  });
+  return kSuccess;
+}
+
+Status layer_norm_backward_kernel(
+    const KernelContext& ctx,
+    const torch_backend::LayerNormBackwardCall& call) {
+  fake_enqueue(ctx.stream, [call] {
+    const at::Tensor input = host_tensor(call.input);
+    const std::int64_t rows = input.size(0), cols = input.size(1);
+    const bool want_bias = call.grad_bias.data != nullptr;
+    // ATen's CPU kernel reads only the bias's shape.
+    const std::optional<at::Tensor> bias =
+        want_bias
+            ? std::optional<at::Tensor>(at::empty({cols}, input.options()))
+            : std::nullopt;
+    auto [grad_input, grad_weight, grad_bias] = at::native_layer_norm_backward(
+        host_tensor(call.grad_out), input, {cols},
+        host_tensor(call.mean).view({rows, 1}),
+        host_tensor(call.rstd).view({rows, 1}), optional_tensor(call.weight),
+        bias,
+        {call.grad_input.data != nullptr, call.grad_weight.data != nullptr,
+         want_bias});
+    for (const auto& [view, result] :
+         {std::pair{&call.grad_input, &grad_input},
+          std::pair{&call.grad_weight, &grad_weight},
+          std::pair{&call.grad_bias, &grad_bias}}) {
+      if (view->data != nullptr) {
+        host_tensor(*view).copy_(*result);
+      }
+    }
+  });
+  return kSuccess;
+}
+
+// Philox4x32-10 (Salmon et al., "Parallel random numbers: as easy as 1, 2,
+// 3"): four 32-bit outputs per 128-bit counter under a 64-bit key.
+std::array<std::uint32_t, 4> philox(std::uint64_t counter, std::uint64_t key) {
+  std::array<std::uint32_t, 4> c{static_cast<std::uint32_t>(counter),
+                                 static_cast<std::uint32_t>(counter >> 32), 0,
+                                 0};
+  std::uint32_t k0 = static_cast<std::uint32_t>(key);
+  std::uint32_t k1 = static_cast<std::uint32_t>(key >> 32);
+  for (int round = 0; round < 10; ++round) {
+    const std::uint64_t p0 = std::uint64_t{0xD2511F53} * c[0];
+    const std::uint64_t p1 = std::uint64_t{0xCD9E8D57} * c[2];
+    c = {static_cast<std::uint32_t>(p1 >> 32) ^ c[1] ^ k0,
+         static_cast<std::uint32_t>(p1),
+         static_cast<std::uint32_t>(p0 >> 32) ^ c[3] ^ k1,
+         static_cast<std::uint32_t>(p0)};
+    k0 += 0x9E3779B9;
+    k1 += 0xBB67AE85;
+  }
+  return c;
+}
+
+Status dropout_kernel(const KernelContext& ctx,
+                      const torch_backend::DropoutCall& call) {
+  return visit_dtype(call.out.dtype, [&](auto tag) {
+    using T = decltype(tag);
+    if constexpr (!std::is_floating_point_v<Compute<T>>) {
+      return kNotSupported;
+    } else {
+      fake_enqueue(ctx.stream, [call] {
+        using C = Compute<T>;
+        const T* in =
+            static_cast<const T*>(call.input.data) + call.input.offset;
+        T* out = static_cast<T*>(call.out.data) + call.out.offset;
+        bool* mask = static_cast<bool*>(call.mask.data) + call.mask.offset;
+        const double keep = 1 - call.p;
+        const C scale = keep == 0 ? C(0) : static_cast<C>(1 / keep);
+        const std::int64_t n = call.out.numel();
+        std::array<std::uint32_t, 4> block{};
+        for (std::int64_t i = 0; i < n; ++i) {
+          const std::uint64_t counter =
+              call.offset + static_cast<std::uint64_t>(i);
+          if (i == 0 || counter % 4 == 0) {
+            block = philox(counter / 4, call.seed);
+          }
+          const float u = static_cast<float>(block[counter % 4] >> 8) *
+                          (1.0f / 16777216.0f);
+          mask[i] = u < keep;
+          out[i] =
+              static_cast<T>(mask[i] ? static_cast<C>(in[i]) * scale : C(0));
+        }
+      });
+      return kSuccess;
+    }
+  });
+}
+
 bool kernels_enabled() {
   const char* value = std::getenv("TORCH_BACKEND_FAKE_KERNELS");
   return value != nullptr && std::strcmp(value, "1") == 0;
@@ -606,7 +786,10 @@ TORCH_BACKEND_DEFINE_DEVICE_KERNELS(kernels) {
        {"addcdiv", &addcdiv},
        {"lerp", &lerp},
        {"lerp_scalar", &lerp_scalar},
-       {"fill", &fill}};
+       {"fill", &fill},
+       {"masked_fill", &masked_fill},
+       {"copy", &copy},
+       {"arange", &arange}};
   for (const auto& [name, kernel] : elementwise) {
     kernels.elementwise(name, kernel);
   }
@@ -619,4 +802,8 @@ TORCH_BACKEND_DEFINE_DEVICE_KERNELS(kernels) {
   kernels.softmax("log_softmax", &log_softmax_kernel,
                   &log_softmax_backward_kernel);
   kernels.nll_loss(&nll_loss_kernel, &nll_loss_backward_kernel);
+  kernels.indexing("index_select", &index_select_kernel);
+  kernels.indexing("index_add", &index_add_kernel);
+  kernels.layer_norm(&layer_norm_kernel, &layer_norm_backward_kernel);
+  kernels.dropout(&dropout_kernel);
 }

@@ -7,9 +7,11 @@ fails at once rather than passing vacuously.
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 import torch
@@ -424,3 +426,152 @@ def test_nll_loss_single_sample_and_bad_targets():
         torch.nn.functional.cross_entropy(logits, torch.tensor([0, 7, 1], device="fake"))
     with pytest.raises(IndexError, match="Target -3 is out of bounds"):
         torch.nn.functional.cross_entropy(logits, torch.tensor([0, -3, 1], device="fake"))
+
+
+def test_device_copies_cast_restride_and_concatenate():
+    x = torch.randn(5, 6)
+    fx = x.to("fake")
+    same(fx.t().contiguous(), x.t().contiguous())  # strided device-to-device
+    for dtype in (torch.float16, torch.bfloat16, torch.int32, torch.bool, torch.float64):
+        same(fx.to(dtype), x.to(dtype))
+    assert torch.equal(fx[::2, 1::3].cpu(), x[::2, 1::3])  # a strided download
+    target = torch.zeros(6, 5, device="fake")
+    target.t()[1:4] = x[1:4].double()  # an upload into a strided view, with a cast
+    expected = torch.zeros(6, 5)
+    expected.t()[1:4] = x[1:4]
+    same(target, expected)
+    broadcast = torch.empty(3, 6, device="fake")
+    broadcast.copy_(torch.arange(6.0))
+    same(broadcast, torch.arange(6.0).expand(3, 6))
+    pieces = [torch.randn(2, 3), torch.randn(4, 3).half(), torch.randn(1, 3)]
+    same(torch.cat([p.to("fake") for p in pieces]), torch.cat(pieces))
+    same(torch.cat([fx, fx.t()[:3].t()], dim=1), torch.cat([x, x.t()[:3].t()], dim=1))  # a strided piece
+    out = torch.empty(0, device="fake")
+    torch.cat([fx, fx], dim=0, out=out)
+    same(out, torch.cat([x, x]))
+
+
+def test_masked_fill_and_arange():
+    x = torch.randn(4, 5)
+    mask = torch.rand(5) > 0.5
+    fx = x.to("fake")
+    same(fx.masked_fill(mask.to("fake"), float("-inf")), x.masked_fill(mask, float("-inf")))
+    view, expected = fx.clone().t(), x.clone().t()
+    view.masked_fill_(mask.to("fake")[:, None], 7)
+    expected.masked_fill_(mask[:, None], 7)
+    same(view, expected)
+    with pytest.raises(RuntimeError, match="only supports boolean masks"):
+        fx.masked_fill_(mask.float().to("fake"), 0)
+    for args, dtype in (((7,), torch.int64), ((1.5, 4.0, 0.25), torch.float32), ((10, -5, -3), torch.int64)):
+        same(torch.arange(*args, device="fake"), torch.arange(*args))
+        assert torch.arange(*args, device="fake").dtype == dtype
+
+
+def test_index_select_index_add_and_embedding():
+    table = torch.randn(10, 4)
+    index = torch.tensor([3, 0, 3, 9])
+    ftable, findex = table.to("fake"), index.to("fake")
+    same(ftable.index_select(0, findex), table.index_select(0, index))
+    same(ftable.t().index_select(1, findex.int()), table.t().index_select(1, index.int()))
+    with pytest.raises(IndexError, match="index out of range"):
+        ftable.index_select(0, torch.tensor([1, 10], device="fake"))
+    source = torch.randn(4, 4)
+    same(ftable.index_add(0, findex, source.to("fake"), alpha=2), table.index_add(0, index, source, alpha=2))
+    inplace = ftable.clone()
+    inplace.index_add_(1, torch.tensor([0, 0, 2], device="fake"), torch.ones(10, 3, device="fake"))
+    same(inplace, table.clone().index_add_(1, torch.tensor([0, 0, 2]), torch.ones(10, 3)))
+    embedding = torch.nn.Embedding(10, 4, padding_idx=3)
+    device_embedding = torch.nn.Embedding(10, 4, padding_idx=3).to("fake")
+    device_embedding.load_state_dict(embedding.state_dict())
+    tokens = torch.tensor([[3, 1, 1], [9, 3, 0]])
+    grad = torch.randn(2, 3, 4)
+    embedding(tokens).backward(grad)
+    device_embedding(tokens.to("fake")).backward(grad.to("fake"))
+    same(device_embedding.weight.grad, embedding.weight.grad)
+
+
+@pytest.mark.parametrize("affine", [True, False], ids=["affine", "plain"])
+def test_layer_norm_forward_and_backward(affine: bool):
+    x = torch.randn(3, 4, 6).transpose(0, 1)  # non-contiguous
+    cpu = torch.nn.LayerNorm(6, elementwise_affine=affine)
+    dev = torch.nn.LayerNorm(6, elementwise_affine=affine).to("fake")
+    if affine:
+        with torch.no_grad():
+            cpu.weight.uniform_(0.5, 1.5)
+            cpu.bias.uniform_(-0.5, 0.5)
+        dev.load_state_dict(cpu.state_dict())
+    grad = torch.randn(4, 3, 6)
+    cx, dx = x.clone().requires_grad_(), x.to("fake").requires_grad_()
+    out = dev(dx)
+    cpu(cx).backward(grad)
+    out.backward(grad.to("fake"))
+    same(out.detach(), cpu(x).detach())
+    same(dx.grad, cx.grad)
+    if affine:
+        same(dev.weight.grad, cpu.weight.grad)
+        same(dev.bias.grad, cpu.bias.grad)
+    norm = torch.nn.functional.layer_norm
+    same(norm(x.to("fake"), (4, 3, 6)[1:]), norm(x, (4, 3, 6)[1:]))  # two normalised dims
+
+
+def test_dropout_draws_from_the_device_generator():
+    x = torch.ones(4096, device="fake")
+    torch.manual_seed(7)
+    first = torch.nn.functional.dropout(x, 0.25)
+    torch.manual_seed(7)
+    again = torch.nn.functional.dropout(x, 0.25)
+    assert torch.equal(first.cpu(), again.cpu())  # reproducible under manual_seed
+    state = torch.fake.get_rng_state()
+    one = torch.nn.functional.dropout(x, 0.25)
+    torch.fake.set_rng_state(state)
+    assert torch.equal(torch.nn.functional.dropout(x, 0.25).cpu(), one.cpu())
+    assert not torch.equal(one.cpu(), first.cpu())  # the generator moved on
+    kept = first.cpu() != 0
+    assert 0.70 < kept.float().mean().item() < 0.80
+    assert torch.allclose(first.cpu()[kept], torch.full_like(first.cpu()[kept], 1 / 0.75))
+    leaf = torch.randn(64, device="fake", requires_grad=True)
+    out = torch.nn.functional.dropout(leaf, 0.5)
+    out.sum().backward()
+    same(leaf.grad, (out.detach().cpu() != 0).float() * 2)  # the mask, scaled
+    same(torch.nn.functional.dropout(x, 1.0), torch.zeros(4096))
+    same(torch.nn.functional.dropout(x, 0.25, training=False), torch.ones(4096))
+    with pytest.raises(ValueError, match="dropout probability"):
+        torch.nn.functional.dropout(x, 1.5)
+
+
+TRAIN = Path(__file__).parent / "kernel_models" / "train.py"
+
+
+def train_on_device(model: str, dropout: float, policy: str, steps: int = 10, seed: int = 0) -> dict:
+    env = {**os.environ, "TORCH_BACKEND_FALLBACK": policy}
+    done = subprocess.run(
+        [sys.executable, str(TRAIN), model, str(steps), str(dropout), str(seed)],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env=env,
+    )
+    assert done.returncode == 0, f"{model} exited {done.returncode}: {done.stderr[-3000:]}"
+    return json.loads(done.stdout)
+
+
+# Tolerances: losses within 1e-5 of CPU's; parameters and buffers within 2e-3
+# (AdamW divides by sqrt(v): a last-bit difference in a near-zero gradient can
+# move a parameter by up to its learning rate of 3e-3 in a step).
+@pytest.mark.parametrize(
+    ("model", "policy"),
+    [("mlp", "error"), ("gpt", "error"), ("cnn", "allow")],
+    ids=["mlp-no-fallback", "transformer-no-fallback", "cnn-conv-on-fallback"],
+)
+def test_training_steps_match_cpu(model: str, policy: str):
+    result = train_on_device(model, dropout=0.0, policy=policy)
+    torch.testing.assert_close(result["device"], result["cpu"], atol=1e-5, rtol=0)
+    assert max(result["state_error"].values()) < 2e-3, result["state_error"]
+    assert result["device"][-1] < result["device"][0]  # it learns
+
+
+def test_transformer_with_dropout_runs_on_device_and_is_reproducible():
+    first = train_on_device("gpt", dropout=0.1, policy="error", steps=4, seed=3)
+    second = train_on_device("gpt", dropout=0.1, policy="error", steps=4, seed=3)
+    assert first["device"] == second["device"]
+    assert first["device"] != first["cpu"]  # the masks are the device generator's, not the CPU's

@@ -15,7 +15,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).parent / "opinfo"))
 
-from sweep import check, op_names, samples
+from sweep import DeviceRandomSample, check, op_names, samples
 
 KNOWN = json.loads((Path(__file__).parent / "opinfo" / "known_failures.json").read_text())
 SUBSET_STEP = 6
@@ -29,6 +29,8 @@ def test_op_matches_cpu(key):
     for _, op, sample in samples({key}):
         try:
             check(op, sample, "fake")
+        except DeviceRandomSample:
+            pass  # dropout masks from the device generator: reproducible, checked in check()
         except Exception as exc:
             failures.append(f"{type(exc).__name__}: {exc}")
     if key in KNOWN:

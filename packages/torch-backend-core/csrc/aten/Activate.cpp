@@ -32,6 +32,11 @@ void activate(DeviceRuntime* runtime) {
   register_gemm_kernels(*lib);
   register_softmax_kernels(*lib);
   register_loss_kernels(*lib);
+  register_copy_kernels(*lib);
+  register_index_kernels(*lib);
+  register_norm_kernels(*lib);
+  register_random_kernels(*lib);
+  register_stub_kernels(*lib);
   if (void* registrar = kernel_registrar_of(runtime)) {
     reinterpret_cast<void (*)(torch::Library&)>(registrar)(*lib);
   }

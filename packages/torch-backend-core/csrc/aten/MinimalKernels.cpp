@@ -20,6 +20,7 @@
 #include "../memory/HostAllocator.h"
 #include "../runtime/Streams.h"
 #include "Registration.h"
+#include "kernels/Copy.h"
 
 namespace torch_backend {
 namespace {
@@ -207,6 +208,39 @@ CopyKind copy_kind(const Tensor& src, const Tensor& dst) {
   return dst.is_cpu() ? CopyKind::DeviceToHost : CopyKind::DeviceToDevice;
 }
 
+Tensor copy_from(const Tensor& src, const Tensor& dst, bool non_blocking);
+
+// With the backend's copy kernel, the strided, broadcasting and casting part
+// of a copy runs on the device: directly between two tensors of one device,
+// and into a dense device staging tensor on the device side of a transfer
+// (so only dense bytes cross, and a strided destination need not be
+// downloaded first). False: the host path below does it.
+bool copy_on_device_first(const Tensor& src, const Tensor& dst,
+                          bool non_blocking) {
+  if (!src.is_cpu() && !dst.is_cpu()) {
+    return src.device() == dst.device() && copy_on_device(dst, src);
+  }
+  if (dst.is_cpu()) {  // download a strided source: densify it first
+    if (is_plain_dense(src)) {
+      return false;
+    }
+    Tensor dense = at::empty(src.sizes(), src.options());
+    if (!copy_on_device(dense, src)) {
+      return false;
+    }
+    copy_from(dense, dst, non_blocking);
+    return true;
+  }
+  // Upload into a strided or broadcast destination: dense bytes of its
+  // dtype go up, the device restrides them (nothing is downloaded).
+  if (is_plain_dense(dst) && src.sizes() == dst.sizes()) {
+    return false;
+  }
+  Tensor staged = at::empty(src.sizes(), dst.options());
+  copy_from(src, staged, false);
+  return copy_on_device(dst, staged);
+}
+
 Tensor copy_from(const Tensor& src, const Tensor& dst, bool non_blocking) {
   for (const Tensor* t : {&src, &dst}) {
     TORCH_CHECK(t->is_cpu() || t->device().type() == DeviceType::PrivateUse1,
@@ -230,6 +264,9 @@ Tensor copy_from(const Tensor& src, const Tensor& dst, bool non_blocking) {
       is_plain_dense(src) && is_plain_dense(dst)) {
     copy_bytes(dst.data_ptr(), src.data_ptr(), dst.nbytes(),
                copy_kind(src, dst), device, non_blocking);
+    return dst;
+  }
+  if (copy_on_device_first(src, dst, non_blocking)) {
     return dst;
   }
   // General case: let the CPU convert dtypes, broadcast and restride.

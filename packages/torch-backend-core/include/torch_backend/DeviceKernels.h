@@ -163,6 +163,57 @@ struct NllLossBackwardCall {
 using NllLossBackwardKernel = Status (*)(const KernelContext& ctx,
                                          const NllLossBackwardCall& call);
 
+// ---- Indexing along one dimension ---------------------------------------
+// index_select: out = self.index_select(dim, index): out has self's shape but
+//   index's length along dim. source is unused.
+// index_add: out += alpha * source scattered along dim: out[.., index[i], ..]
+//   accumulates source[.., i, ..] (repeated indices add up). self is unused:
+//   core has copied it into out.
+// index is 1-D Int64; core has checked every entry lies in [0, size(dim)).
+// out, self and source share one dtype; full strided views.
+struct IndexCall {
+  TensorView out, self, index, source;
+  std::int32_t dim = 0;
+  ScalarValue alpha;
+};
+using IndexKernel = Status (*)(const KernelContext& ctx, const IndexCall& call);
+
+// ---- Normalisation ---------------------------------------------------------
+// layer_norm over rows: input (M, N) contiguous, weight and bias (N) or
+// absent (data == nullptr); out (M, N), mean and rstd (M) in the input's
+// dtype (as PyTorch's CPU kernel returns them). Accumulate in float.
+struct LayerNormCall {
+  TensorView out, mean, rstd, input, weight, bias;
+  double eps = 1e-5;
+};
+using LayerNormKernel = Status (*)(const KernelContext& ctx,
+                                   const LayerNormCall& call);
+// Backward from grad_out (M, N), the forward's input, mean and rstd, and
+// weight (or absent). Each of grad_input (M, N), grad_weight (N), grad_bias
+// (N) is computed only where its data is set (PyTorch's output_mask).
+struct LayerNormBackwardCall {
+  TensorView grad_input, grad_weight, grad_bias, grad_out, input, mean, rstd,
+      weight;
+};
+using LayerNormBackwardKernel = Status (*)(const KernelContext& ctx,
+                                           const LayerNormBackwardCall& call);
+
+// ---- Random ----------------------------------------------------------------
+// dropout: mask = u < 1 - p and out = input * mask / (1 - p) (0 where p is
+// 1), u uniform in [0, 1) from a counter-based generator keyed by `seed`:
+// element i draws from counter `offset + i` (Philox4x32-10 is the reference:
+// fake implements it). out and input share a floating dtype; mask is Bool;
+// all contiguous, same numel. Core draws `seed` from the device generator,
+// so results are reproducible under torch.manual_seed and get/set_rng_state.
+struct DropoutCall {
+  TensorView out, mask, input;
+  double p = 0.5;
+  std::uint64_t seed = 0;
+  std::uint64_t offset = 0;
+};
+using DropoutKernel = Status (*)(const KernelContext& ctx,
+                                 const DropoutCall& call);
+
 // Filled by the backend's TORCH_BACKEND_DEFINE_DEVICE_KERNELS function. The
 // kernel names each family accepts are the op table's (`python -m
 // torch_backend ops`); an unknown name is an error at activation.
@@ -177,6 +228,11 @@ class TORCH_BACKEND_API KernelRegistry {
                        SoftmaxBackwardKernel backward) = 0;
   virtual void nll_loss(NllLossKernel forward,
                         NllLossBackwardKernel backward) = 0;
+  // "index_select" or "index_add".
+  virtual void indexing(const char* name, IndexKernel kernel) = 0;
+  virtual void layer_norm(LayerNormKernel forward,
+                          LayerNormBackwardKernel backward) = 0;
+  virtual void dropout(DropoutKernel kernel) = 0;
 };
 
 }  // namespace torch_backend

@@ -40,6 +40,7 @@
 #include <ATen/ops/pow_meta.h>
 #include <ATen/ops/reciprocal_meta.h>
 #include <ATen/ops/rsqrt_meta.h>
+#include <ATen/ops/scalar_tensor.h>
 #include <ATen/ops/sigmoid_backward_meta.h>
 #include <ATen/ops/sigmoid_meta.h>
 #include <ATen/ops/silu_backward_meta.h>
@@ -188,8 +189,15 @@ bool run_elementwise(TensorIteratorBase& iter, DtypeRule rule,
       .resize_outputs(false)
       .add_output(result);
   for (int i = 1; i < operands; ++i) {
-    inputs.push_back(
-        iter.tensor(i).to(device, expected_dtype(rule, i, compute)));
+    const at::ScalarType dtype = expected_dtype(rule, i, compute);
+    if (iter.is_cpu_scalar(i)) {
+      // A Python number: filled in on the device (the fill kernel, enqueued)
+      // rather than copied up, which would wait for the copy.
+      const c10::Scalar value = iter.tensor(i).to(dtype).item();
+      inputs.push_back(at::scalar_tensor(value, out.options().dtype(dtype)));
+    } else {
+      inputs.push_back(iter.tensor(i).to(device, dtype));
+    }
     config.add_const_input(inputs.back());
   }
   auto converted = config.build();

@@ -69,6 +69,27 @@ struct ClampMeta : at::meta::structured_clamp {
   }
 };
 
+// masked_fill_'s CPU iterator: out (self, also read) and the mask.
+struct MaskedFillMeta : at::TensorIteratorBase {
+  void meta(const at::Tensor& self, const at::Tensor& mask,
+            const at::Scalar& /*value*/) {
+    TORCH_CHECK(mask.scalar_type() == at::kBool,
+                "masked_fill_ only supports boolean masks, but got mask "
+                "with dtype ",
+                mask.scalar_type());
+    TORCH_CHECK(self.device() == mask.device() || mask.dim() == 0,
+                "masked_fill_: Expected inputs to be on same device");
+    mask_ = mask.to(self.device());
+    build(at::TensorIteratorConfig()
+              .set_check_mem_overlap(false)
+              .check_all_same_dtype(false)
+              .resize_outputs(false)
+              .add_output(maybe_get_output())
+              .add_const_input(mask_));
+  }
+  at::Tensor mask_;
+};
+
 struct FillMeta : at::TensorIteratorBase {
   void meta(const at::Tensor& self, const at::Scalar& /*value*/) {
     build(at::TensorIteratorConfig()

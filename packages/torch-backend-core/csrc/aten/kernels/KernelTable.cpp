@@ -45,7 +45,28 @@ class Table final : public KernelRegistry {
     nll_loss_backward_ = backward;
   }
 
+  void indexing(const char* name, IndexKernel kernel) override {
+    add("indexing", name, kernel, indexing_);
+  }
+
+  void layer_norm(LayerNormKernel forward,
+                  LayerNormBackwardKernel backward) override {
+    TORCH_CHECK(forward != nullptr && backward != nullptr,
+                "the layer_norm kernels are null");
+    layer_norm_ = forward;
+    layer_norm_backward_ = backward;
+  }
+
+  void dropout(DropoutKernel kernel) override {
+    TORCH_CHECK(kernel != nullptr, "the dropout kernel is null");
+    dropout_ = kernel;
+  }
+
   ByName<ElementwiseKernel> elementwise_;
+  DropoutKernel dropout_ = nullptr;
+  LayerNormKernel layer_norm_ = nullptr;
+  LayerNormBackwardKernel layer_norm_backward_ = nullptr;
+  ByName<IndexKernel> indexing_;
   ByName<ReductionKernel> reduction_;
   GemmKernel gemm_ = nullptr;
   ByName<SoftmaxKernel> softmax_;
@@ -114,6 +135,14 @@ SoftmaxBackwardKernel softmax_backward_kernel(const std::string& name) {
   return lookup(table().softmax_backward_, name);
 }
 NllLossKernel nll_loss_kernel() { return table().nll_loss_; }
+LayerNormKernel layer_norm_kernel() { return table().layer_norm_; }
+DropoutKernel dropout_kernel() { return table().dropout_; }
+LayerNormBackwardKernel layer_norm_backward_kernel() {
+  return table().layer_norm_backward_;
+}
+IndexKernel index_kernel(const std::string& name) {
+  return lookup(table().indexing_, name);
+}
 NllLossBackwardKernel nll_loss_backward_kernel() {
   return table().nll_loss_backward_;
 }

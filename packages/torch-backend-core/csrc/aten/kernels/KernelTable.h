@@ -20,5 +20,9 @@ SoftmaxKernel softmax_kernel(const std::string& name);
 SoftmaxBackwardKernel softmax_backward_kernel(const std::string& name);
 NllLossKernel nll_loss_kernel();
 NllLossBackwardKernel nll_loss_backward_kernel();
+IndexKernel index_kernel(const std::string& name);
+LayerNormKernel layer_norm_kernel();
+DropoutKernel dropout_kernel();
+LayerNormBackwardKernel layer_norm_backward_kernel();
 
 }  // namespace torch_backend

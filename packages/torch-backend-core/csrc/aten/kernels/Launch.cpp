@@ -1,6 +1,12 @@
 #include "Launch.h"
 
 #include <ATen/Dispatch.h>
+#include <ATen/ops/amax.h>
+#include <ATen/ops/ge.h>
+#include <ATen/ops/lt.h>
+#include <ATen/ops/masked_select.h>
+#include <ATen/ops/mul.h>
+#include <ATen/ops/ne.h>
 
 #include <torch_backend/Runtime.h>
 
@@ -98,6 +104,22 @@ bool kernel_ran(Status status) {
 
 void fall_back(const c10::OperatorHandle& op, torch::jit::Stack& stack) {
   run_fallback(op, &stack);
+}
+
+std::optional<int64_t> first_out_of_range(const at::Tensor& index, int64_t size,
+                                          std::optional<int64_t> ignore) {
+  if (index.numel() == 0) {
+    return std::nullopt;
+  }
+  // lt(0) and ge(size) never hold together: ne is their "or".
+  at::Tensor bad = at::ne(at::lt(index, 0), at::ge(index, size));
+  if (ignore) {
+    bad = at::mul(bad, at::ne(index, *ignore));
+  }
+  if (!at::amax(bad).item<bool>()) {
+    return std::nullopt;
+  }
+  return index.cpu().masked_select(bad.cpu()).view(-1)[0].item<int64_t>();
 }
 
 c10::OperatorHandle find_op(const char* qualified) {

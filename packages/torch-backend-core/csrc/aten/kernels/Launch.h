@@ -40,6 +40,11 @@ void fall_back(const c10::OperatorHandle& op, torch::jit::Stack& stack);
 
 c10::OperatorHandle find_op(const char* qualified);  // "add.Tensor"
 
+// The first entry of `index` outside [0, size) other than `ignore`, if any:
+// one synchronising check on the device, for the errors the CPU raises.
+std::optional<int64_t> first_out_of_range(const at::Tensor& index, int64_t size,
+                                          std::optional<int64_t> ignore);
+
 // Arguments as the boxed fallback takes them.
 template <class T>
 c10::IValue boxed(const T& value) {

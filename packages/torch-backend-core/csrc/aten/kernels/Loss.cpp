@@ -2,11 +2,6 @@
 // from log_softmax and nll_loss), forward and backward, over the backend's
 // nll_loss kernels. The structured meta classes check shapes and size the
 // results; targets are checked here, once, as the CPU kernel checks them.
-#include <ATen/ops/amax.h>
-#include <ATen/ops/ge.h>
-#include <ATen/ops/lt.h>
-#include <ATen/ops/mul.h>
-#include <ATen/ops/ne.h>
 #include <ATen/ops/nll_loss_backward_meta.h>
 #include <ATen/ops/nll_loss_forward_meta.h>
 #include <c10/core/DeviceGuard.h>
@@ -42,24 +37,13 @@ bool supported(const Tensor& input, const Tensor& target,
          (!weighted || weight->scalar_type() == input.scalar_type());
 }
 
-// IndexError for a target outside [0, classes) that is not ignore_index.
-// One synchronising check on the device, as the CPU kernel raises.
+// IndexError for a target outside [0, classes) that is not ignore_index,
+// as the CPU kernel raises.
 void check_targets(const Tensor& target, int64_t classes,
                    int64_t ignore_index) {
-  if (target.numel() == 0) {
-    return;
+  if (auto bad = first_out_of_range(target, classes, ignore_index)) {
+    TORCH_CHECK_INDEX(false, "Target ", *bad, " is out of bounds.");
   }
-  // lt(0) and ge(classes) never hold together: ne is their "or".
-  const Tensor bad = at::mul(at::ne(at::lt(target, 0), at::ge(target, classes)),
-                             at::ne(target, ignore_index));
-  if (!at::amax(bad).item<bool>()) {
-    return;
-  }
-  const Tensor host = target.cpu();
-  const Tensor host_bad = bad.cpu();
-  const int64_t first =
-      host.masked_select(host_bad).view(-1)[0].item<int64_t>();
-  TORCH_CHECK_INDEX(false, "Target ", first, " is out of bounds.");
 }
 
 Tensor as_batch(const Tensor& tensor, int64_t batch_dims) {

@@ -32,6 +32,10 @@ std::vector<OpTableRow> op_table() {
 #undef TORCH_BACKEND_ELEMENTWISE_ROWS
   add_rows(rows, "elementwise", "fill", elementwise_kernel("fill") != nullptr,
            {"zero_"});
+  add_rows(rows, "elementwise", "copy", elementwise_kernel("copy") != nullptr,
+           {"_copy_from", "cat", "cat.out"});
+  add_rows(rows, "elementwise", "arange",
+           elementwise_kernel("arange") != nullptr, {"arange.start_out"});
 #define TORCH_BACKEND_REDUCTION_ROWS(id, Meta, functional, out, empty) \
   add_rows(rows, "reduction", #id, reduction_kernel(#id) != nullptr,   \
            {functional, out});
@@ -51,6 +55,16 @@ std::vector<OpTableRow> op_table() {
   add_rows(rows, "loss", "nll_loss", nll_loss_kernel() != nullptr,
            {"nll_loss_forward", "nll_loss_forward.output", "nll_loss_backward",
             "nll_loss_backward.grad_input"});
+  add_rows(rows, "indexing", "index_select",
+           index_kernel("index_select") != nullptr,
+           {"index_select", "index_select.out"});
+  add_rows(
+      rows, "indexing", "index_add", index_kernel("index_add") != nullptr,
+      {"index_add", "index_add.out", "index_add_", "embedding_dense_backward"});
+  add_rows(rows, "norm", "layer_norm", layer_norm_kernel() != nullptr,
+           {"native_layer_norm", "native_layer_norm_backward"});
+  add_rows(rows, "random", "dropout", dropout_kernel() != nullptr,
+           {"native_dropout", "native_dropout_backward"});
   return rows;
 }
 
@@ -64,11 +78,14 @@ std::vector<std::string> known_kernels(const std::string& family) {
 #undef TORCH_BACKEND_ELEMENTWISE_NAME
     // approximate='tanh' variants (a string argument selects the kernel).
     names.insert(names.end(), {"gelu_tanh", "gelu_backward_tanh"});
+    names.insert(names.end(), {"copy", "arange"});  // Copy.cpp, Stubs.cpp
   } else if (family == "reduction") {
 #define TORCH_BACKEND_REDUCTION_NAME(id, Meta, functional, out, empty) \
   names.emplace_back(#id);
     TORCH_BACKEND_REDUCTION_OPS(TORCH_BACKEND_REDUCTION_NAME)
 #undef TORCH_BACKEND_REDUCTION_NAME
+  } else if (family == "indexing") {
+    names = {"index_select", "index_add"};
   } else if (family == "softmax") {
 #define TORCH_BACKEND_SOFTMAX_NAME(kernel, Meta, functional, out, BackMeta, \
                                    back_functional, back_out)               \

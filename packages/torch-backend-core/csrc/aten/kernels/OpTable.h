@@ -13,8 +13,8 @@
 
 // X(row id, kernel, meta class, functional, out, in-place, dtype rule).
 // Dtype rules (DeviceKernels.h): Common: every operand in the compute dtype;
-// Comparison: out is Bool; Where: the condition is Bool; Output: the output's
-// dtype (no inputs).
+// Comparison: out is Bool; Where: the output's dtype, the first input (a
+// condition or mask) Bool; Output: the output's dtype (no inputs).
 #define TORCH_BACKEND_ELEMENTWISE_OPS(X)                                       \
   X(add, add, at::meta::structured_add_Tensor, "add.Tensor", "add.out",        \
     "add_.Tensor", Common)                                                     \
@@ -102,6 +102,8 @@
     "lerp.Tensor_out", "lerp_.Tensor", Common)                                 \
   X(lerp_scalar, lerp_scalar, at::meta::structured_lerp_Scalar, "lerp.Scalar", \
     "lerp.Scalar_out", "lerp_.Scalar", Common)                                 \
+  X(masked_fill, masked_fill, MaskedFillMeta, nullptr, nullptr,                \
+    "masked_fill_.Scalar", Where)                                              \
   X(fill, fill, FillMeta, nullptr, nullptr, "fill_.Scalar", Output)
 
 // X(kernel, meta class, functional, out, value of an empty reduction). amax
@@ -143,6 +145,12 @@ std::vector<std::string> register_reduction_kernels(torch::Library& aten);
 std::vector<std::string> register_gemm_kernels(torch::Library& aten);
 std::vector<std::string> register_softmax_kernels(torch::Library& aten);
 std::vector<std::string> register_loss_kernels(torch::Library& aten);
+std::vector<std::string> register_copy_kernels(torch::Library& aten);
+std::vector<std::string> register_index_kernels(torch::Library& aten);
+std::vector<std::string> register_norm_kernels(torch::Library& aten);
+std::vector<std::string> register_random_kernels(torch::Library& aten);
+// ATen's own native kernels (arange) over device-kernel DispatchStubs.
+std::vector<std::string> register_stub_kernels(torch::Library& aten);
 
 // Every op of the tables: (ATen overload, family, kernel name, whether the
 // active backend provides the kernel). For `python -m torch_backend ops`.

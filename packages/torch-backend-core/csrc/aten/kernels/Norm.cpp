@@ -1,0 +1,161 @@
+// ATen kernels for layer_norm, forward and backward, over the backend's
+// layer_norm kernels. ATen's own _check_layer_norm_inputs checks the shapes
+// and splits the input into M rows of N normalised elements; the results
+// have the shapes PyTorch's CPU kernel gives them.
+#include <ATen/native/layer_norm.h>
+#include <ATen/ops/empty.h>
+#include <c10/core/DeviceGuard.h>
+#include <torch/library.h>
+
+#include <tuple>
+
+#include "KernelTable.h"
+#include "Launch.h"
+#include "OpTable.h"
+
+namespace torch_backend {
+namespace {
+
+using at::Tensor;
+using OptionalTensor = std::optional<Tensor>;
+
+std::optional<c10::OperatorHandle> forward_op, backward_op;
+
+const Tensor& value_or_undefined(const OptionalTensor& tensor) {
+  static const Tensor undefined;
+  return tensor ? *tensor : undefined;
+}
+
+TensorView view_or_absent(const Tensor& tensor) {
+  return tensor.defined() ? view_of(tensor) : TensorView{};
+}
+
+bool supported(const Tensor& input, const Tensor& weight, const Tensor& bias) {
+  const auto dtype = input.scalar_type();
+  return at::isFloatingType(dtype) && kernel_dtypes(input) &&
+         (!weight.defined() || weight.scalar_type() == dtype) &&
+         (!bias.defined() || bias.scalar_type() == dtype);
+}
+
+// mean and rstd: the input's leading dims, then 1 for each normalised one.
+std::vector<int64_t> stat_shape(const Tensor& input, size_t normalized_ndim) {
+  std::vector<int64_t> shape = input.sizes().vec();
+  for (size_t i = shape.size() - normalized_ndim; i < shape.size(); ++i) {
+    shape[i] = 1;
+  }
+  return shape;
+}
+
+std::tuple<Tensor, Tensor, Tensor> forward(const Tensor& input,
+                                           at::IntArrayRef normalized_shape,
+                                           const OptionalTensor& weight_opt,
+                                           const OptionalTensor& bias_opt,
+                                           double eps) {
+  const Tensor& weight = value_or_undefined(weight_opt);
+  const Tensor& bias = value_or_undefined(bias_opt);
+  const auto [rows, cols] = at::native::_check_layer_norm_inputs(
+      input, normalized_shape, weight, bias);
+  if (!supported(input, weight, bias)) {
+    torch::jit::Stack stack{input, normalized_shape.vec(), weight_opt, bias_opt,
+                            eps};
+    fall_back(*forward_op, stack);
+    return {stack[0].toTensor(), stack[1].toTensor(), stack[2].toTensor()};
+  }
+  c10::DeviceGuard guard(input.device());
+  const Tensor x = input.contiguous();
+  Tensor out = at::empty(input.sizes(), x.options());
+  const auto shape = stat_shape(input, normalized_shape.size());
+  Tensor mean = at::empty(shape, x.options());
+  Tensor rstd = at::empty(shape, x.options());
+  if (rows > 0 && cols > 0) {
+    LayerNormCall call;
+    call.input = view_of(x.view({rows, cols}));
+    call.out = view_of(out.view({rows, cols}));
+    call.mean = view_of(mean.view({rows}));
+    call.rstd = view_of(rstd.view({rows}));
+    call.weight =
+        view_or_absent(weight.defined() ? weight.reshape(-1) : weight);
+    call.bias = view_or_absent(bias.defined() ? bias.reshape(-1) : bias);
+    call.eps = eps;
+    TORCH_CHECK(
+        kernel_ran(layer_norm_kernel()(kernel_context(input.device()), call)),
+        "the device's layer_norm kernel declined dtype ", input.scalar_type());
+  }
+  return {out, mean, rstd};
+}
+
+std::tuple<Tensor, Tensor, Tensor> backward(
+    const Tensor& grad_out, const Tensor& input,
+    at::IntArrayRef normalized_shape, const Tensor& mean, const Tensor& rstd,
+    const OptionalTensor& weight_opt, const OptionalTensor& bias_opt,
+    std::array<bool, 3> output_mask) {
+  const Tensor& weight = value_or_undefined(weight_opt);
+  const Tensor& bias = value_or_undefined(bias_opt);
+  const auto [rows, cols] = at::native::_check_layer_norm_inputs(
+      input, normalized_shape, weight, bias);
+  if (!supported(input, weight, bias) ||
+      grad_out.scalar_type() != input.scalar_type()) {
+    torch::jit::Stack stack{
+        grad_out,
+        input,
+        normalized_shape.vec(),
+        mean,
+        rstd,
+        weight_opt,
+        bias_opt,
+        c10::List<bool>({output_mask[0], output_mask[1], output_mask[2]})};
+    fall_back(*backward_op, stack);
+    return {stack[0].toTensor(), stack[1].toTensor(), stack[2].toTensor()};
+  }
+  c10::DeviceGuard guard(input.device());
+  Tensor grad_input, grad_weight, grad_bias;
+  if (output_mask[0]) {
+    grad_input = at::empty(input.sizes(), input.options());
+  }
+  if (output_mask[1] && weight.defined()) {
+    grad_weight = at::empty(weight.sizes(), weight.options());
+  }
+  if (output_mask[2] && bias.defined()) {
+    grad_bias = at::empty(bias.sizes(), bias.options());
+  }
+  if (rows == 0 || cols == 0) {  // nothing flows: zero gradients
+    for (Tensor* grad : {&grad_weight, &grad_bias}) {
+      if (grad->defined()) {
+        grad->zero_();
+      }
+    }
+    return {grad_input, grad_weight, grad_bias};
+  }
+  LayerNormBackwardCall call;
+  call.grad_out = view_of(grad_out.contiguous().view({rows, cols}));
+  call.input = view_of(input.contiguous().view({rows, cols}));
+  call.mean = view_of(mean.reshape(rows));
+  call.rstd = view_of(rstd.reshape(rows));
+  call.weight = view_or_absent(weight.defined() ? weight.reshape(-1) : weight);
+  call.grad_input = view_or_absent(
+      grad_input.defined() ? grad_input.view({rows, cols}) : grad_input);
+  call.grad_weight = view_or_absent(grad_weight.defined() ? grad_weight.view(-1)
+                                                          : grad_weight);
+  call.grad_bias =
+      view_or_absent(grad_bias.defined() ? grad_bias.view(-1) : grad_bias);
+  TORCH_CHECK(kernel_ran(layer_norm_backward_kernel()(
+                  kernel_context(input.device()), call)),
+              "the device's layer_norm backward kernel declined dtype ",
+              input.scalar_type());
+  return {grad_input, grad_weight, grad_bias};
+}
+
+}  // namespace
+
+std::vector<std::string> register_norm_kernels(torch::Library& aten) {
+  if (layer_norm_kernel() == nullptr) {
+    return {};
+  }
+  forward_op = find_op("native_layer_norm");
+  backward_op = find_op("native_layer_norm_backward");
+  aten.impl("native_layer_norm", TORCH_FN(forward));
+  aten.impl("native_layer_norm_backward", TORCH_FN(backward));
+  return {"native_layer_norm", "native_layer_norm_backward"};
+}
+
+}  // namespace torch_backend
