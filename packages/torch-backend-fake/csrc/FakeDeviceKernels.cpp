@@ -25,13 +25,17 @@
 #include <ATen/ops/empty.h>
 #include <ATen/ops/empty_strided.h>
 #include <ATen/ops/from_blob.h>
+#include <ATen/ops/gather.h>
 #include <ATen/ops/index_add.h>
 #include <ATen/ops/index_select.h>
+#include <ATen/ops/max.h>
 #include <ATen/ops/mean.h>
+#include <ATen/ops/min.h>
 #include <ATen/ops/native_layer_norm.h>
 #include <ATen/ops/native_layer_norm_backward.h>
 #include <ATen/ops/nll_loss_backward.h>
 #include <ATen/ops/nll_loss_forward.h>
+#include <ATen/ops/scatter_add.h>
 #include <ATen/ops/sum.h>
 #include <c10/util/BFloat16.h>
 #include <c10/util/Half.h>
@@ -729,6 +733,41 @@ Status dropout_kernel(const KernelContext& ctx,
   });
 }
 
+Status gather_kernel(const KernelContext& ctx,
+                     const torch_backend::IndexCall& call) {
+  fake_enqueue(ctx.stream, [call] {
+    at::Tensor out = host_tensor(call.out);
+    at::gather_out(out, host_tensor(call.self), call.dim,
+                   host_tensor(call.index));
+  });
+  return kSuccess;
+}
+
+Status scatter_add_kernel(const KernelContext& ctx,
+                          const torch_backend::IndexCall& call) {
+  fake_enqueue(ctx.stream, [call] {
+    host_tensor(call.out).scatter_add_(call.dim, host_tensor(call.index),
+                                       host_tensor(call.source));
+  });
+  return kSuccess;
+}
+
+template <bool Max>
+Status arg_reduction_kernel(const KernelContext& ctx, const TensorView& values,
+                            const TensorView& indices, const TensorView& in,
+                            std::int32_t dim) {
+  fake_enqueue(ctx.stream, [values, indices, in, dim] {
+    const at::Tensor input = host_tensor(in);
+    auto [found_values, found_indices] =
+        Max ? at::max(input, dim, true) : at::min(input, dim, true);
+    host_tensor(indices).copy_(found_indices);
+    if (values.data != nullptr) {
+      host_tensor(values).copy_(found_values);
+    }
+  });
+  return kSuccess;
+}
+
 bool kernels_enabled() {
   const char* value = std::getenv("TORCH_BACKEND_FAKE_KERNELS");
   return value != nullptr && std::strcmp(value, "1") == 0;
@@ -804,6 +843,10 @@ TORCH_BACKEND_DEFINE_DEVICE_KERNELS(kernels) {
   kernels.nll_loss(&nll_loss_kernel, &nll_loss_backward_kernel);
   kernels.indexing("index_select", &index_select_kernel);
   kernels.indexing("index_add", &index_add_kernel);
+  kernels.indexing("gather", &gather_kernel);
+  kernels.indexing("scatter_add", &scatter_add_kernel);
+  kernels.arg_reduction("max", &arg_reduction_kernel<true>);
+  kernels.arg_reduction("min", &arg_reduction_kernel<false>);
   kernels.layer_norm(&layer_norm_kernel, &layer_norm_backward_kernel);
   kernels.dropout(&dropout_kernel);
 }

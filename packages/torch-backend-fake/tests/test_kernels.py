@@ -70,16 +70,22 @@ def same(device_result: torch.Tensor, cpu_result: torch.Tensor) -> None:
     torch.testing.assert_close(device_result.cpu(), cpu_result, equal_nan=True)
 
 
-FAMILIES = ["elementwise", "reduction", "gemm", "softmax", "loss"]
+FAMILIES = ["elementwise", "reduction", "gemm", "softmax", "loss", "indexing", "norm", "random"]
 
 
 @pytest.mark.parametrize("family", FAMILIES)
 def test_every_op_of_the_family_runs_on_device_kernels(family: str):
     rows = {op: on_device for op, fam, _, on_device in _C._op_table() if fam == family}
     assert rows and all(rows.values()), rows
-    op = {"elementwise": "mul.Tensor", "reduction": "sum.dim_IntList", "gemm": "mm", "softmax": "_softmax"}.get(
-        family, "nll_loss_forward"
-    )
+    op = {
+        "elementwise": "mul.Tensor",
+        "reduction": "sum.dim_IntList",
+        "gemm": "mm",
+        "softmax": "_softmax",
+        "indexing": "gather",
+        "norm": "native_layer_norm",
+        "random": "native_dropout",
+    }.get(family, "nll_loss_forward")
     table = torch._C._dispatch_dump_table(f"aten::{op}")
     line = next(line for line in table.splitlines() if line.startswith("PrivateUse1"))
     assert "Activate.cpp" in line, line  # the kernel layer's registration, not the fallback's
@@ -488,6 +494,56 @@ def test_index_select_index_add_and_embedding():
     embedding(tokens).backward(grad)
     device_embedding(tokens.to("fake")).backward(grad.to("fake"))
     same(device_embedding.weight.grad, embedding.weight.grad)
+
+
+def test_gather_and_scatter_add():
+    x = torch.randn(4, 5)
+    index = torch.tensor([[0, 4, 4], [1, 0, 2], [3, 3, 3], [2, 1, 0]])
+    fx, findex = x.to("fake"), index.to("fake")
+    same(torch.gather(fx, 1, findex), torch.gather(x, 1, index))
+    same(torch.gather(fx.t(), 0, findex.t()[:, :2]), torch.gather(x.t(), 0, index.t()[:, :2]))
+    with pytest.raises(IndexError, match="index 5 is out of bounds for dimension 1 with size 5"):
+        torch.gather(fx, 1, torch.tensor([[5]], device="fake"))
+    src = torch.randn(4, 3)
+    same(
+        torch.zeros(4, 5, device="fake").scatter_add(1, findex, src.to("fake")),
+        torch.zeros(4, 5).scatter_add(1, index, src),
+    )  # repeated indices add up
+    leaf, cpu_leaf = x.to("fake").requires_grad_(), x.clone().requires_grad_()
+    torch.gather(leaf, 1, findex).sum().backward()  # gather's backward is scatter_add
+    torch.gather(cpu_leaf, 1, index).sum().backward()
+    same(leaf.grad, cpu_leaf.grad)
+
+
+def test_max_min_with_indices_and_argmax():
+    x = torch.randn(4, 6)
+    x[1, 2] = x[1, 4] = 9.0  # ties: the first index wins
+    x[3, 1] = float("nan")  # NaN wins
+    fx = x.to("fake")
+    for dim, keepdim in ((1, False), (0, True), (-1, True)):
+        values, indices = torch.max(fx, dim, keepdim)
+        expected_values, expected_indices = torch.max(x, dim, keepdim)
+        same(values, expected_values)
+        same(indices, expected_indices)
+        same(torch.min(fx.t(), dim, keepdim).indices, torch.min(x.t(), dim, keepdim).indices)
+    same(torch.argmax(fx), torch.argmax(x))
+    same(torch.argmin(fx, 1, keepdim=True), torch.argmin(x, 1, keepdim=True))
+    same(torch.argmax(torch.tensor(3.0, device="fake")), torch.argmax(torch.tensor(3.0)))
+    with pytest.raises(IndexError, match="Expected reduction dim 1 to have non-zero size"):
+        torch.max(torch.zeros(2, 0, device="fake"), 1)
+
+
+def test_softmax_and_index_select_out_and_empty():
+    out = torch.empty(0, device="fake")
+    x = torch.randn(3, 4)
+    torch.ops.aten._softmax.out(x.to("fake"), 1, False, out=out)
+    same(out, torch.softmax(x, 1))
+    same(torch.softmax(torch.zeros(0, 4, device="fake"), 1), torch.softmax(torch.zeros(0, 4), 1))
+    selected = torch.empty(0, device="fake")
+    torch.index_select(x.to("fake"), 1, torch.tensor([3, 1], device="fake"), out=selected)
+    same(selected, torch.index_select(x, 1, torch.tensor([3, 1])))
+    norm = torch.nn.functional.layer_norm
+    same(norm(torch.zeros(0, 4, device="fake"), (4,)), norm(torch.zeros(0, 4), (4,)))
 
 
 @pytest.mark.parametrize("affine", [True, False], ids=["affine", "plain"])

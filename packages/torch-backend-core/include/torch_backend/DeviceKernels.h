@@ -169,7 +169,12 @@ using NllLossBackwardKernel = Status (*)(const KernelContext& ctx,
 // index_add: out += alpha * source scattered along dim: out[.., index[i], ..]
 //   accumulates source[.., i, ..] (repeated indices add up). self is unused:
 //   core has copied it into out.
-// index is 1-D Int64; core has checked every entry lies in [0, size(dim)).
+//   For both, index is 1-D.
+// gather: out[i][j] = self[index[i][j]][j] (for dim 0; likewise for others):
+//   index has out's shape and self's rank. source is unused.
+// scatter_add: out[index[i][j]][j] += source[i][j] (for dim 0) over index's
+//   shape; core has copied self into out.
+// index is Int64 and core has checked every entry lies in [0, size(dim)).
 // out, self and source share one dtype; full strided views.
 struct IndexCall {
   TensorView out, self, index, source;
@@ -214,6 +219,16 @@ struct DropoutCall {
 using DropoutKernel = Status (*)(const KernelContext& ctx,
                                  const DropoutCall& call);
 
+// ---- Reductions with indices -------------------------------------------
+// max / min along `dim`: values (data == nullptr for argmax/argmin) and
+// indices (Int64) have in's shape with size 1 along dim; NaN wins, and the
+// first of equal extremes is taken (as PyTorch's CPU kernel does). Kernels:
+// "max", "min".
+using ArgReductionKernel = Status (*)(const KernelContext& ctx,
+                                      const TensorView& values,
+                                      const TensorView& indices,
+                                      const TensorView& in, std::int32_t dim);
+
 // Filled by the backend's TORCH_BACKEND_DEFINE_DEVICE_KERNELS function. The
 // kernel names each family accepts are the op table's (`python -m
 // torch_backend ops`); an unknown name is an error at activation.
@@ -228,8 +243,10 @@ class TORCH_BACKEND_API KernelRegistry {
                        SoftmaxBackwardKernel backward) = 0;
   virtual void nll_loss(NllLossKernel forward,
                         NllLossBackwardKernel backward) = 0;
-  // "index_select" or "index_add".
+  // "index_select", "index_add", "gather" or "scatter_add".
   virtual void indexing(const char* name, IndexKernel kernel) = 0;
+  // "max" or "min".
+  virtual void arg_reduction(const char* name, ArgReductionKernel kernel) = 0;
   virtual void layer_norm(LayerNormKernel forward,
                           LayerNormBackwardKernel backward) = 0;
   virtual void dropout(DropoutKernel kernel) = 0;

@@ -1,11 +1,14 @@
 // ATen kernels for indexing along one dimension over the backend's indexing
 // kernels: index_select (and so embedding), index_add (and so the dense
-// embedding backward). Indices are checked against the size first (IndexError
-// as on the CPU: one synchronising check).
+// embedding backward), gather and scatter_add (gather's backward). Indices are
+// checked against the size first (IndexError as on the CPU: one synchronising
+// check).
 #include <ATen/WrapDimUtils.h>
 #include <ATen/native/Resize.h>
 #include <ATen/ops/empty.h>
+#include <ATen/ops/gather_meta.h>
 #include <ATen/ops/index_add_meta.h>
+#include <ATen/ops/scatter_add_meta.h>
 #include <ATen/ops/zeros.h>
 #include <c10/core/DeviceGuard.h>
 #include <torch/library.h>
@@ -177,6 +180,126 @@ Tensor embedding_dense_backward(const Tensor& grad_output,
   return grad_weight;
 }
 
+// gather and scatter_add: an index of self's rank, checked against the size
+// of `dim` in `bounded` (IndexError with the CPU's message).
+Tensor checked_scatter_index(const Tensor& index, const Tensor& bounded,
+                             int64_t dim) {
+  const int64_t size = bounded.dim() == 0 ? 1 : bounded.size(dim);
+  if (auto bad = first_out_of_range(index, size, std::nullopt)) {
+    TORCH_CHECK_INDEX(false, "index ", *bad, " is out of bounds for dimension ",
+                      dim, " with size ", size);
+  }
+  return index;
+}
+
+bool run_gather(const Tensor& out, const Tensor& self, int64_t dim,
+                const Tensor& index) {
+  IndexKernel kernel = index_kernel("gather");
+  if (kernel == nullptr || !kernel_dtypes(self) ||
+      out.scalar_type() != self.scalar_type()) {
+    return false;
+  }
+  if (index.numel() == 0) {
+    return true;
+  }
+  c10::DeviceGuard guard(self.device());
+  const int64_t wrapped = at::maybe_wrap_dim(dim, self.dim());
+  checked_scatter_index(index, self, wrapped);
+  IndexCall call;
+  call.out = view_of(at_least_1d(out));
+  call.self = view_of(at_least_1d(self));
+  call.index = view_of(at_least_1d(index));
+  call.dim = static_cast<int32_t>(wrapped);
+  return kernel_ran(kernel(kernel_context(self.device()), call));
+}
+
+bool run_scatter_add(const Tensor& out, int64_t dim, const Tensor& index,
+                     const Tensor& src) {
+  IndexKernel kernel = index_kernel("scatter_add");
+  if (kernel == nullptr || !kernel_dtypes(out, src) ||
+      src.scalar_type() != out.scalar_type()) {
+    return false;
+  }
+  if (index.numel() == 0) {
+    return true;
+  }
+  c10::DeviceGuard guard(out.device());
+  const int64_t wrapped = at::maybe_wrap_dim(dim, out.dim());
+  checked_scatter_index(index, out, wrapped);
+  IndexCall call;
+  call.out = view_of(at_least_1d(out));
+  call.index = view_of(at_least_1d(index));
+  call.source = view_of(at_least_1d(src));
+  call.dim = static_cast<int32_t>(wrapped);
+  call.alpha = scalar_value(1, out.scalar_type());
+  return kernel_ran(kernel(kernel_context(out.device()), call));
+}
+
+std::optional<c10::OperatorHandle> gather_op, gather_out_op, scatter_add_op,
+    scatter_add_out_op, scatter_add_inplace_op;
+
+Tensor gather(const Tensor& self, int64_t dim, const Tensor& index,
+              bool sparse_grad) {
+  Functional<at::meta::structured_gather> meta;
+  meta.meta(self, dim, index, sparse_grad);
+  if (run_gather(meta.outputs_[0], self, dim, index)) {
+    return meta.outputs_[0];
+  }
+  torch::jit::Stack stack{self, dim, index, sparse_grad};
+  fall_back(*gather_op, stack);
+  return stack.back().toTensor();
+}
+
+Tensor& gather_out(const Tensor& self, int64_t dim, const Tensor& index,
+                   bool sparse_grad, Tensor& out) {
+  Out<at::meta::structured_gather> meta(out);
+  meta.meta(self, dim, index, sparse_grad);
+  if (!run_gather(out, self, dim, index)) {
+    torch::jit::Stack stack{self, dim, index, sparse_grad, out};
+    fall_back(*gather_out_op, stack);
+  }
+  return out;
+}
+
+Tensor scatter_add(const Tensor& self, int64_t dim, const Tensor& index,
+                   const Tensor& src) {
+  Functional<at::meta::structured_scatter_add> meta;
+  meta.meta(self, dim, index, src);
+  const Tensor& out = meta.outputs_[0];
+  out.copy_(self);
+  if (run_scatter_add(out, dim, index, src)) {
+    return out;
+  }
+  torch::jit::Stack stack{self, dim, index, src};
+  fall_back(*scatter_add_op, stack);
+  return stack.back().toTensor();
+}
+
+Tensor& scatter_add_out(const Tensor& self, int64_t dim, const Tensor& index,
+                        const Tensor& src, Tensor& out) {
+  Out<at::meta::structured_scatter_add> meta(out);
+  meta.meta(self, dim, index, src);
+  if (!out.is_same(self)) {
+    out.copy_(self);
+  }
+  if (!run_scatter_add(out, dim, index, src)) {
+    torch::jit::Stack stack{self, dim, index, src, out};
+    fall_back(*scatter_add_out_op, stack);
+  }
+  return out;
+}
+
+Tensor& scatter_add_(Tensor& self, int64_t dim, const Tensor& index,
+                     const Tensor& src) {
+  InPlace<at::meta::structured_scatter_add> meta(self);
+  meta.meta(self, dim, index, src);
+  if (!run_scatter_add(self, dim, index, src)) {
+    torch::jit::Stack stack{self, dim, index, src};
+    fall_back(*scatter_add_inplace_op, stack);
+  }
+  return self;
+}
+
 }  // namespace
 
 std::vector<std::string> register_index_kernels(torch::Library& aten) {
@@ -200,6 +323,23 @@ std::vector<std::string> register_index_kernels(torch::Library& aten) {
     registered.insert(registered.end(),
                       {"index_add", "index_add.out", "index_add_",
                        "embedding_dense_backward"});
+  }
+  if (index_kernel("gather") != nullptr) {
+    gather_op = find_op("gather");
+    gather_out_op = find_op("gather.out");
+    aten.impl("gather", TORCH_FN(gather));
+    aten.impl("gather.out", TORCH_FN(gather_out));
+    registered.insert(registered.end(), {"gather", "gather.out"});
+  }
+  if (index_kernel("scatter_add") != nullptr) {
+    scatter_add_op = find_op("scatter_add");
+    scatter_add_out_op = find_op("scatter_add.out");
+    scatter_add_inplace_op = find_op("scatter_add_");
+    aten.impl("scatter_add", TORCH_FN(scatter_add));
+    aten.impl("scatter_add.out", TORCH_FN(scatter_add_out));
+    aten.impl("scatter_add_", TORCH_FN(scatter_add_));
+    registered.insert(registered.end(),
+                      {"scatter_add", "scatter_add.out", "scatter_add_"});
   }
   return registered;
 }

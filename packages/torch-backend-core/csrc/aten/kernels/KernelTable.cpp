@@ -62,7 +62,12 @@ class Table final : public KernelRegistry {
     dropout_ = kernel;
   }
 
+  void arg_reduction(const char* name, ArgReductionKernel kernel) override {
+    add("arg_reduction", name, kernel, arg_reduction_);
+  }
+
   ByName<ElementwiseKernel> elementwise_;
+  ByName<ArgReductionKernel> arg_reduction_;
   DropoutKernel dropout_ = nullptr;
   LayerNormKernel layer_norm_ = nullptr;
   LayerNormBackwardKernel layer_norm_backward_ = nullptr;
@@ -139,6 +144,9 @@ LayerNormKernel layer_norm_kernel() { return table().layer_norm_; }
 DropoutKernel dropout_kernel() { return table().dropout_; }
 LayerNormBackwardKernel layer_norm_backward_kernel() {
   return table().layer_norm_backward_;
+}
+ArgReductionKernel arg_reduction_kernel(const std::string& name) {
+  return lookup(table().arg_reduction_, name);
 }
 IndexKernel index_kernel(const std::string& name) {
   return lookup(table().indexing_, name);

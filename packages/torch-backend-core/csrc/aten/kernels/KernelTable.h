@@ -21,6 +21,7 @@ SoftmaxBackwardKernel softmax_backward_kernel(const std::string& name);
 NllLossKernel nll_loss_kernel();
 NllLossBackwardKernel nll_loss_backward_kernel();
 IndexKernel index_kernel(const std::string& name);
+ArgReductionKernel arg_reduction_kernel(const std::string& name);
 LayerNormKernel layer_norm_kernel();
 DropoutKernel dropout_kernel();
 LayerNormBackwardKernel layer_norm_backward_kernel();

@@ -61,6 +61,15 @@ std::vector<OpTableRow> op_table() {
   add_rows(
       rows, "indexing", "index_add", index_kernel("index_add") != nullptr,
       {"index_add", "index_add.out", "index_add_", "embedding_dense_backward"});
+  add_rows(rows, "indexing", "gather", index_kernel("gather") != nullptr,
+           {"gather", "gather.out"});
+  add_rows(rows, "indexing", "scatter_add",
+           index_kernel("scatter_add") != nullptr,
+           {"scatter_add", "scatter_add.out", "scatter_add_"});
+  add_rows(rows, "reduction", "max", arg_reduction_kernel("max") != nullptr,
+           {"max.dim", "max.dim_max", "argmax", "argmax.out"});
+  add_rows(rows, "reduction", "min", arg_reduction_kernel("min") != nullptr,
+           {"min.dim", "min.dim_min", "argmin", "argmin.out"});
   add_rows(rows, "norm", "layer_norm", layer_norm_kernel() != nullptr,
            {"native_layer_norm", "native_layer_norm_backward"});
   add_rows(rows, "random", "dropout", dropout_kernel() != nullptr,
@@ -85,7 +94,9 @@ std::vector<std::string> known_kernels(const std::string& family) {
     TORCH_BACKEND_REDUCTION_OPS(TORCH_BACKEND_REDUCTION_NAME)
 #undef TORCH_BACKEND_REDUCTION_NAME
   } else if (family == "indexing") {
-    names = {"index_select", "index_add"};
+    names = {"index_select", "index_add", "gather", "scatter_add"};
+  } else if (family == "arg_reduction") {
+    names = {"max", "min"};
   } else if (family == "softmax") {
 #define TORCH_BACKEND_SOFTMAX_NAME(kernel, Meta, functional, out, BackMeta, \
                                    back_functional, back_out)               \

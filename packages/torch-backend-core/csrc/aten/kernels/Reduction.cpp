@@ -1,4 +1,5 @@
-// ATen kernels for reductions (sum, mean, amax, amin over any set of dims),
+// ATen kernels for reductions (sum, mean, amax, amin over any set of dims;
+// max/min with indices and argmax/argmin along one),
 // over the backend's reduction kernels. The op's structured meta class sizes
 // the result and checks the arguments; ATen's make_reduction_from_out_ty
 // builds the reduction TensorIterator the CPU kernel uses, whose output has
@@ -7,12 +8,17 @@
 #include <ATen/native/ReduceOpsUtils.h>
 #include <ATen/ops/amax_meta.h>
 #include <ATen/ops/amin_meta.h>
+#include <ATen/ops/argmax_meta.h>
+#include <ATen/ops/argmin_meta.h>
+#include <ATen/ops/max_meta.h>
 #include <ATen/ops/mean_meta.h>
+#include <ATen/ops/min_meta.h>
 #include <ATen/ops/sum_meta.h>
 #include <c10/core/DeviceGuard.h>
 #include <torch/library.h>
 
 #include <limits>
+#include <tuple>
 
 #include "KernelTable.h"
 #include "Launch.h"
@@ -89,6 +95,109 @@ struct Wrappers<Meta, void (Meta::*)(const Tensor&, Dims, bool, Rest...)> {
 TORCH_BACKEND_REDUCTION_OPS(TORCH_BACKEND_REDUCTION_STATE)
 #undef TORCH_BACKEND_REDUCTION_STATE
 
+// max/min (values and indices) and argmax/argmin along one dim, or over
+// everything (argmax without dim). Outputs sized by the meta class.
+bool run_arg_reduction(const char* name, const Tensor* values,
+                       const Tensor& indices, const Tensor& self,
+                       std::optional<int64_t> dim, bool keepdim) {
+  ArgReductionKernel kernel = arg_reduction_kernel(name);
+  if (kernel == nullptr || !kernel_dtypes(self) ||
+      (values != nullptr && values->scalar_type() != self.scalar_type())) {
+    return false;
+  }
+  if (indices.numel() == 0) {
+    return true;
+  }
+  c10::DeviceGuard guard(self.device());
+  const bool whole = !dim.has_value() || self.dim() == 0;
+  const Tensor input = whole ? self.reshape(-1) : self;
+  const int64_t wrapped = whole ? 0 : at::maybe_wrap_dim(*dim, self.dim());
+  // The outputs as views with size 1 along the reduced dim.
+  const auto kept = [&](const Tensor& out) {
+    return whole ? out.reshape({1}) : (keepdim ? out : out.unsqueeze(wrapped));
+  };
+  return kernel_ran(kernel(
+      kernel_context(self.device()),
+      values != nullptr ? view_of(kept(*values)) : TensorView{},
+      view_of(kept(indices)), view_of(input), static_cast<int32_t>(wrapped)));
+}
+
+template <const char* Name, class DimMeta, class ArgMeta>
+struct ArgReduction {
+  inline static std::optional<c10::OperatorHandle> dim_op, dim_out_op, arg_op,
+      arg_out_op;
+
+  static std::tuple<Tensor, Tensor> with_values(const Tensor& self, int64_t dim,
+                                                bool keepdim) {
+    Functional<DimMeta> meta;
+    meta.meta(self, dim, keepdim);
+    auto& [values, indices] = meta.outputs_;
+    if (run_arg_reduction(Name, &values, indices, self, dim, keepdim)) {
+      return {values, indices};
+    }
+    torch::jit::Stack stack{self, dim, keepdim};
+    fall_back(*dim_op, stack);
+    return {stack[0].toTensor(), stack[1].toTensor()};
+  }
+
+  static std::tuple<Tensor&, Tensor&> with_values_out(const Tensor& self,
+                                                      int64_t dim, bool keepdim,
+                                                      Tensor& values,
+                                                      Tensor& indices) {
+    Out<DimMeta> meta(values, indices);
+    meta.meta(self, dim, keepdim);
+    if (!run_arg_reduction(Name, &values, indices, self, dim, keepdim)) {
+      torch::jit::Stack stack{self, dim, keepdim, values, indices};
+      fall_back(*dim_out_op, stack);
+    }
+    return {values, indices};
+  }
+
+  static Tensor index_only(const Tensor& self, std::optional<int64_t> dim,
+                           bool keepdim) {
+    Functional<ArgMeta> meta;
+    meta.meta(self, dim, keepdim);
+    if (run_arg_reduction(Name, nullptr, meta.outputs_[0], self, dim,
+                          keepdim)) {
+      return meta.outputs_[0];
+    }
+    torch::jit::Stack stack{self, dim, keepdim};
+    fall_back(*arg_op, stack);
+    return stack.back().toTensor();
+  }
+
+  static Tensor& index_only_out(const Tensor& self, std::optional<int64_t> dim,
+                                bool keepdim, Tensor& out) {
+    Out<ArgMeta> meta(out);
+    meta.meta(self, dim, keepdim);
+    if (!run_arg_reduction(Name, nullptr, out, self, dim, keepdim)) {
+      torch::jit::Stack stack{self, dim, keepdim, out};
+      fall_back(*arg_out_op, stack);
+    }
+    return out;
+  }
+
+  static void registered(torch::Library& aten, const std::string& name,
+                         const std::string& out_name,
+                         std::vector<std::string>& names) {
+    dim_op = find_op((name + ".dim").c_str());
+    dim_out_op = find_op((name + "." + out_name).c_str());
+    arg_op = find_op(("arg" + name).c_str());
+    arg_out_op = find_op(("arg" + name + ".out").c_str());
+    for (const std::string& op : {name + ".dim", name + "." + out_name,
+                                  "arg" + name, "arg" + name + ".out"}) {
+      names.push_back(op);
+    }
+    aten.impl((name + ".dim").c_str(), TORCH_FN(with_values));
+    aten.impl((name + "." + out_name).c_str(), TORCH_FN(with_values_out));
+    aten.impl(("arg" + name).c_str(), TORCH_FN(index_only));
+    aten.impl(("arg" + name + ".out").c_str(), TORCH_FN(index_only_out));
+  }
+};
+
+constexpr char kMax[] = "max";
+constexpr char kMin[] = "min";
+
 }  // namespace
 
 std::vector<std::string> register_reduction_kernels(torch::Library& aten) {
@@ -103,6 +212,18 @@ std::vector<std::string> register_reduction_kernels(torch::Library& aten) {
   }
   TORCH_BACKEND_REDUCTION_OPS(TORCH_BACKEND_REGISTER_REDUCTION)
 #undef TORCH_BACKEND_REGISTER_REDUCTION
+  if (arg_reduction_kernel("max") != nullptr) {
+    ArgReduction<kMax, at::meta::structured_max_dim,
+                 at::meta::structured_argmax>::registered(aten, "max",
+                                                          "dim_max",
+                                                          registered);
+  }
+  if (arg_reduction_kernel("min") != nullptr) {
+    ArgReduction<kMin, at::meta::structured_min_dim,
+                 at::meta::structured_argmin>::registered(aten, "min",
+                                                          "dim_min",
+                                                          registered);
+  }
   return registered;
 }
 
