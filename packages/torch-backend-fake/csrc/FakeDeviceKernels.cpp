@@ -31,6 +31,8 @@
 #include <ATen/ops/max.h>
 #include <ATen/ops/mean.h>
 #include <ATen/ops/min.h>
+#include <ATen/ops/native_batch_norm.h>
+#include <ATen/ops/native_batch_norm_backward.h>
 #include <ATen/ops/native_layer_norm.h>
 #include <ATen/ops/native_layer_norm_backward.h>
 #include <ATen/ops/nll_loss_backward.h>
@@ -768,6 +770,47 @@ Status arg_reduction_kernel(const KernelContext& ctx, const TensorView& values,
   return kSuccess;
 }
 
+Status batch_norm_kernel(const KernelContext& ctx,
+                         const torch_backend::BatchNormCall& call) {
+  fake_enqueue(ctx.stream, [call] {
+    // The running stats are tensors over device memory: updated in place.
+    auto [out, save_mean, save_invstd] = at::native_batch_norm(
+        host_tensor(call.input), optional_tensor(call.weight),
+        optional_tensor(call.bias), optional_tensor(call.running_mean),
+        optional_tensor(call.running_var), call.training, call.momentum,
+        call.eps);
+    host_tensor(call.out).copy_(out);
+    if (call.save_mean.data != nullptr) {
+      host_tensor(call.save_mean).copy_(save_mean);
+      host_tensor(call.save_invstd).copy_(save_invstd);
+    }
+  });
+  return kSuccess;
+}
+
+Status batch_norm_backward_kernel(
+    const KernelContext& ctx,
+    const torch_backend::BatchNormBackwardCall& call) {
+  fake_enqueue(ctx.stream, [call] {
+    auto [grad_input, grad_weight, grad_bias] = at::native_batch_norm_backward(
+        host_tensor(call.grad_out), host_tensor(call.input),
+        optional_tensor(call.weight), optional_tensor(call.running_mean),
+        optional_tensor(call.running_var), optional_tensor(call.save_mean),
+        optional_tensor(call.save_invstd), call.training, call.eps,
+        {call.grad_input.data != nullptr, call.grad_weight.data != nullptr,
+         call.grad_bias.data != nullptr});
+    for (const auto& [view, result] :
+         {std::pair{&call.grad_input, &grad_input},
+          std::pair{&call.grad_weight, &grad_weight},
+          std::pair{&call.grad_bias, &grad_bias}}) {
+      if (view->data != nullptr) {
+        host_tensor(*view).copy_(*result);
+      }
+    }
+  });
+  return kSuccess;
+}
+
 bool kernels_enabled() {
   const char* value = std::getenv("TORCH_BACKEND_FAKE_KERNELS");
   return value != nullptr && std::strcmp(value, "1") == 0;
@@ -849,4 +892,5 @@ TORCH_BACKEND_DEFINE_DEVICE_KERNELS(kernels) {
   kernels.arg_reduction("min", &arg_reduction_kernel<false>);
   kernels.layer_norm(&layer_norm_kernel, &layer_norm_backward_kernel);
   kernels.dropout(&dropout_kernel);
+  kernels.batch_norm(&batch_norm_kernel, &batch_norm_backward_kernel);
 }

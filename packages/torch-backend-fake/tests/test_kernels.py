@@ -83,7 +83,7 @@ def test_every_op_of_the_family_runs_on_device_kernels(family: str):
         "gemm": "mm",
         "softmax": "_softmax",
         "indexing": "gather",
-        "norm": "native_layer_norm",
+        "norm": "native_batch_norm",
         "random": "native_dropout",
     }.get(family, "nll_loss_forward")
     table = torch._C._dispatch_dump_table(f"aten::{op}")
@@ -568,6 +568,28 @@ def test_layer_norm_forward_and_backward(affine: bool):
         same(dev.bias.grad, cpu.bias.grad)
     norm = torch.nn.functional.layer_norm
     same(norm(x.to("fake"), (4, 3, 6)[1:]), norm(x, (4, 3, 6)[1:]))  # two normalised dims
+
+
+@pytest.mark.parametrize("shape", [(6, 3), (4, 3, 5), (2, 3, 4, 4)], ids=["2d", "3d", "4d"])
+@pytest.mark.parametrize("affine", [True, False], ids=["affine", "plain"])
+def test_batch_norm_training_eval_and_running_stats(shape, affine: bool):
+    cpu = torch.nn.BatchNorm1d(3, affine=affine) if len(shape) < 4 else torch.nn.BatchNorm2d(3, affine=affine)
+    dev = type(cpu)(3, affine=affine).to("fake")
+    x, grad = torch.randn(shape), torch.randn(shape)
+    for training in (True, False):
+        cpu.train(training)
+        dev.train(training)
+        cx, dx = x.clone().requires_grad_(), x.to("fake").requires_grad_()
+        expected, out = cpu(cx), dev(dx)
+        expected.backward(grad)
+        out.backward(grad.to("fake"))
+        same(out.detach(), expected.detach())
+        same(dx.grad, cx.grad)
+        if affine:
+            same(dev.weight.grad, cpu.weight.grad)
+            same(dev.bias.grad, cpu.bias.grad)
+        same(dev.running_mean, cpu.running_mean)  # updated in training, used in evaluation
+        same(dev.running_var, cpu.running_var)
 
 
 def test_dropout_draws_from_the_device_generator():

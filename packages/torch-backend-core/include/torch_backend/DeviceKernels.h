@@ -203,6 +203,33 @@ struct LayerNormBackwardCall {
 using LayerNormBackwardKernel = Status (*)(const KernelContext& ctx,
                                            const LayerNormBackwardCall& call);
 
+// batch_norm over input (N, C, L) (core views any (N, C, ...) input so),
+// contiguous; weight, bias, running_mean, running_var (C) or absent. Training:
+// normalise with the batch statistics, write save_mean and save_invstd (C),
+// and update the running stats in place (momentum; the variance unbiased).
+// Evaluation: normalise with the running stats; save_* are left empty
+// (data == nullptr). All of one floating dtype.
+struct BatchNormCall {
+  TensorView out, save_mean, save_invstd, input, weight, bias, running_mean,
+      running_var;
+  bool training = true;
+  double momentum = 0.1;
+  double eps = 1e-5;
+};
+using BatchNormKernel = Status (*)(const KernelContext& ctx,
+                                   const BatchNormCall& call);
+// Backward: grad_input (N, C, L), grad_weight and grad_bias (C), each only
+// where its data is set, from grad_out, the input, weight, the running stats
+// and the forward's save_mean/save_invstd (absent in evaluation).
+struct BatchNormBackwardCall {
+  TensorView grad_input, grad_weight, grad_bias, grad_out, input, weight,
+      running_mean, running_var, save_mean, save_invstd;
+  bool training = true;
+  double eps = 1e-5;
+};
+using BatchNormBackwardKernel = Status (*)(const KernelContext& ctx,
+                                           const BatchNormBackwardCall& call);
+
 // ---- Random ----------------------------------------------------------------
 // dropout: mask = u < 1 - p and out = input * mask / (1 - p) (0 where p is
 // 1), u uniform in [0, 1) from a counter-based generator keyed by `seed`:
@@ -250,6 +277,8 @@ class TORCH_BACKEND_API KernelRegistry {
   virtual void layer_norm(LayerNormKernel forward,
                           LayerNormBackwardKernel backward) = 0;
   virtual void dropout(DropoutKernel kernel) = 0;
+  virtual void batch_norm(BatchNormKernel forward,
+                          BatchNormBackwardKernel backward) = 0;
 };
 
 }  // namespace torch_backend

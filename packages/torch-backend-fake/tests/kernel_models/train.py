@@ -2,7 +2,7 @@
 
 Used by test_kernels.py with TORCH_BACKEND_FALLBACK=error (so any op of the
 step that still runs on the CPU fallback fails the script) and fake's kernels
-on. Models: an MLP, a CNN with BatchNorm (convolution and pooling may stay on
+on. Models: an MLP, a CNN with BatchNorm (convolution and max pooling stay on
 the fallback: the test runs it without the error policy), and a GPT-style
 Transformer (embedding, layer_norm, attention from matmul + softmax, GELU,
 dropout, cross_entropy). Usage: train.py MODEL STEPS DROPOUT SEED

@@ -129,7 +129,9 @@ void register_cpu_fallback() {
   for (const char* name : kOverrideableOps) {
     aten->impl(name, fallback());
   }
-  if (!zero_copy) {
+  if (!zero_copy &&
+      !dispatcher.findSchemaOrThrow("aten::native_batch_norm", "")
+           .hasKernelForDispatchKey(c10::DispatchKey::PrivateUse1)) {
     aten->impl("native_batch_norm", TORCH_FN(native_batch_norm_annotated));
   }
 }

@@ -66,7 +66,17 @@ class Table final : public KernelRegistry {
     add("arg_reduction", name, kernel, arg_reduction_);
   }
 
+  void batch_norm(BatchNormKernel forward,
+                  BatchNormBackwardKernel backward) override {
+    TORCH_CHECK(forward != nullptr && backward != nullptr,
+                "the batch_norm kernels are null");
+    batch_norm_ = forward;
+    batch_norm_backward_ = backward;
+  }
+
   ByName<ElementwiseKernel> elementwise_;
+  BatchNormKernel batch_norm_ = nullptr;
+  BatchNormBackwardKernel batch_norm_backward_ = nullptr;
   ByName<ArgReductionKernel> arg_reduction_;
   DropoutKernel dropout_ = nullptr;
   LayerNormKernel layer_norm_ = nullptr;
@@ -142,6 +152,10 @@ SoftmaxBackwardKernel softmax_backward_kernel(const std::string& name) {
 NllLossKernel nll_loss_kernel() { return table().nll_loss_; }
 LayerNormKernel layer_norm_kernel() { return table().layer_norm_; }
 DropoutKernel dropout_kernel() { return table().dropout_; }
+BatchNormKernel batch_norm_kernel() { return table().batch_norm_; }
+BatchNormBackwardKernel batch_norm_backward_kernel() {
+  return table().batch_norm_backward_;
+}
 LayerNormBackwardKernel layer_norm_backward_kernel() {
   return table().layer_norm_backward_;
 }

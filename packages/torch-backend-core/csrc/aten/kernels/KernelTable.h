@@ -24,6 +24,8 @@ IndexKernel index_kernel(const std::string& name);
 ArgReductionKernel arg_reduction_kernel(const std::string& name);
 LayerNormKernel layer_norm_kernel();
 DropoutKernel dropout_kernel();
+BatchNormKernel batch_norm_kernel();
+BatchNormBackwardKernel batch_norm_backward_kernel();
 LayerNormBackwardKernel layer_norm_backward_kernel();
 
 }  // namespace torch_backend

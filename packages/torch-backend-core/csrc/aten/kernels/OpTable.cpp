@@ -72,6 +72,8 @@ std::vector<OpTableRow> op_table() {
            {"min.dim", "min.dim_min", "argmin", "argmin.out"});
   add_rows(rows, "norm", "layer_norm", layer_norm_kernel() != nullptr,
            {"native_layer_norm", "native_layer_norm_backward"});
+  add_rows(rows, "norm", "batch_norm", batch_norm_kernel() != nullptr,
+           {"native_batch_norm", "native_batch_norm_backward"});
   add_rows(rows, "random", "dropout", dropout_kernel() != nullptr,
            {"native_dropout", "native_dropout_backward"});
   return rows;
