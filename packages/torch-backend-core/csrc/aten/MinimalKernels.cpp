@@ -217,6 +217,9 @@ Tensor copy_from(const Tensor& src, const Tensor& dst, bool non_blocking);
 // downloaded first). False: the host path below does it.
 bool copy_on_device_first(const Tensor& src, const Tensor& dst,
                           bool non_blocking) {
+  if (!has_copy_kernel()) {
+    return false;
+  }
   if (!src.is_cpu() && !dst.is_cpu()) {
     return src.device() == dst.device() && copy_on_device(dst, src);
   }

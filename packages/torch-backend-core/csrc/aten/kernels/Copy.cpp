@@ -16,6 +16,8 @@
 
 namespace torch_backend {
 
+bool has_copy_kernel() { return elementwise_kernel("copy") != nullptr; }
+
 bool copy_on_device(const at::Tensor& dst, const at::Tensor& src) {
   ElementwiseKernel kernel = elementwise_kernel("copy");
   if (kernel == nullptr || src.is_conj() || src.is_neg() || dst.is_conj() ||

@@ -10,4 +10,7 @@ namespace torch_backend {
 // False when the backend has no copy kernel or declined this pair of dtypes.
 bool copy_on_device(const at::Tensor& dst, const at::Tensor& src);
 
+// Whether the backend has a copy kernel at all (before staging anything).
+bool has_copy_kernel();
+
 }  // namespace torch_backend
