@@ -634,6 +634,17 @@ Status index_add_kernel(const KernelContext& ctx,
   return kSuccess;
 }
 
+// Copies each computed gradient into its descriptor, where one was asked for.
+void copy_requested(
+    std::initializer_list<std::pair<const TensorView*, const at::Tensor*>>
+        results) {
+  for (const auto& [view, result] : results) {
+    if (view->data != nullptr) {
+      host_tensor(*view).copy_(*result);
+    }
+  }
+}
+
 Status layer_norm_kernel(const KernelContext& ctx,
                          const torch_backend::LayerNormCall& call) {
   fake_enqueue(ctx.stream, [call] {
@@ -667,14 +678,9 @@ Status layer_norm_backward_kernel(
         bias,
         {call.grad_input.data != nullptr, call.grad_weight.data != nullptr,
          want_bias});
-    for (const auto& [view, result] :
-         {std::pair{&call.grad_input, &grad_input},
-          std::pair{&call.grad_weight, &grad_weight},
-          std::pair{&call.grad_bias, &grad_bias}}) {
-      if (view->data != nullptr) {
-        host_tensor(*view).copy_(*result);
-      }
-    }
+    copy_requested({{&call.grad_input, &grad_input},
+                    {&call.grad_weight, &grad_weight},
+                    {&call.grad_bias, &grad_bias}});
   });
   return kSuccess;
 }
@@ -799,14 +805,9 @@ Status batch_norm_backward_kernel(
         optional_tensor(call.save_invstd), call.training, call.eps,
         {call.grad_input.data != nullptr, call.grad_weight.data != nullptr,
          call.grad_bias.data != nullptr});
-    for (const auto& [view, result] :
-         {std::pair{&call.grad_input, &grad_input},
-          std::pair{&call.grad_weight, &grad_weight},
-          std::pair{&call.grad_bias, &grad_bias}}) {
-      if (view->data != nullptr) {
-        host_tensor(*view).copy_(*result);
-      }
-    }
+    copy_requested({{&call.grad_input, &grad_input},
+                    {&call.grad_weight, &grad_weight},
+                    {&call.grad_bias, &grad_bias}});
   });
   return kSuccess;
 }

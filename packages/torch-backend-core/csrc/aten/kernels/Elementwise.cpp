@@ -285,15 +285,9 @@ TORCH_BACKEND_ELEMENTWISE_OPS(TORCH_BACKEND_ELEMENTWISE_STATE)
 std::vector<std::string> register_elementwise_kernels(torch::Library& aten) {
   std::vector<std::string> registered;
   const auto add = [&](const char* name, auto fn) {
-    if (name != nullptr) {
-      aten.impl(name, fn);
-      registered.emplace_back(name);
-    }
+    impl_if_listed(aten, registered, name, fn);
   };
-  const auto handle = [](const char* name) {
-    return name == nullptr ? std::nullopt
-                           : std::optional<c10::OperatorHandle>(find_op(name));
-  };
+  const auto handle = &find_optional_op;
 #define TORCH_BACKEND_REGISTER_ELEMENTWISE(id, kernel_name, Meta, fn_name, \
                                            out_name, inplace_name, rule)   \
   if (ElementwiseKernel kernel = elementwise_kernel(#kernel_name)) {       \

@@ -124,15 +124,9 @@ std::vector<std::string> register_gemm_kernels(torch::Library& aten) {
     return registered;
   }
   const auto add = [&](const char* name, auto fn) {
-    if (name != nullptr) {
-      aten.impl(name, fn);
-      registered.emplace_back(name);
-    }
+    impl_if_listed(aten, registered, name, fn);
   };
-  const auto handle = [](const char* name) {
-    return name == nullptr ? std::nullopt
-                           : std::optional<c10::OperatorHandle>(find_op(name));
-  };
+  const auto handle = &find_optional_op;
 #define TORCH_BACKEND_REGISTER_GEMM(id, Meta, Operands, fn_name, out_name, \
                                     inplace_name)                          \
   {                                                                        \

@@ -122,6 +122,12 @@ std::optional<int64_t> first_out_of_range(const at::Tensor& index, int64_t size,
   return index.cpu().masked_select(bad.cpu()).view(-1)[0].item<int64_t>();
 }
 
+std::optional<c10::OperatorHandle> find_optional_op(const char* qualified) {
+  return qualified == nullptr
+             ? std::nullopt
+             : std::optional<c10::OperatorHandle>(find_op(qualified));
+}
+
 c10::OperatorHandle find_op(const char* qualified) {
   std::string name = std::string("aten::") + qualified;
   std::string overload;

@@ -7,9 +7,11 @@
 #include <ATen/core/Tensor.h>
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <ATen/core/stack.h>
+#include <torch/library.h>
 
 #include <optional>
 #include <string>
+#include <vector>
 
 #include <torch_backend/DeviceKernels.h>
 
@@ -39,6 +41,19 @@ bool kernel_ran(Status status);
 void fall_back(const c10::OperatorHandle& op, torch::jit::Stack& stack);
 
 c10::OperatorHandle find_op(const char* qualified);  // "add.Tensor"
+// The same for an op table's optional overload (nullptr: none).
+std::optional<c10::OperatorHandle> find_optional_op(const char* qualified);
+
+// Registers `fn` for the overload `qualified` unless it is nullptr (a row
+// without that overload), recording it in `registered`.
+template <class Fn>
+void impl_if_listed(torch::Library& aten, std::vector<std::string>& registered,
+                    const char* qualified, Fn fn) {
+  if (qualified != nullptr) {
+    aten.impl(qualified, fn);
+    registered.emplace_back(qualified);
+  }
+}
 
 // The first entry of `index` outside [0, size) other than `ignore`, if any:
 // one synchronising check on the device, for the errors the CPU raises.
