@@ -1,5 +1,7 @@
 """Backend discovery and selection at `import torch`."""
 
+import importlib.metadata
+import json
 from pathlib import Path
 
 import pytest
@@ -102,3 +104,70 @@ def test_backend_whose_library_fails_to_load_warns(plugin_dir, tmp_path):
     assert out.stdout.strip() == "None"
     assert "backend 'bogus' could not be activated" in out.stderr
     assert "cannot load device library" in out.stderr
+
+
+def add_compiled_backend(plugin_dir, tmp_path: Path, built_for_torch: str) -> Path:
+    """A backend package whose build info says it was compiled against `built_for_torch`, with fake's library."""
+    import torch_backend_fake
+
+    path = plugin_dir("toy-backend", "toy", "toy_backend:backend")
+    package = tmp_path / "toy_backend"
+    package.mkdir()
+    (package / "__init__.py").write_text(
+        "from torch_backend import Backend\n"
+        f"backend = Backend(name='toy', library={str(torch_backend_fake.backend.library)!r}, priority=99)\n"
+    )
+    (package / "_build_info.json").write_text(json.dumps({"torch": built_for_torch}))
+    return path
+
+
+def other_torch_release() -> str:
+    major, minor = importlib.metadata.version("torch").split(".")[:2]
+    return f"{major}.{int(minor) - 1}.0"
+
+
+def test_backend_built_for_another_torch_refuses_to_activate_naming_both(plugin_dir, tmp_path):
+    path = add_compiled_backend(plugin_dir, tmp_path, other_torch_release())
+    running = importlib.metadata.version("torch")
+    expected = f"toy-backend was built for torch {other_torch_release()}, but torch {running} is installed"
+    # Automatic choice passes it over despite its priority, and says why.
+    out = run_python("import torch, torch_backend; print(torch_backend.active_backend().name)", extra_path=path)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "fake"
+    assert expected in out.stderr
+    code = (
+        "import torch, torch_backend\n"
+        "try:\n"
+        "    torch_backend.activate('toy')\n"
+        "except RuntimeError as error:\n"
+        "    print(error)\n"
+    )
+    out = run_python(code, {"TORCH_BACKEND": "none"}, path)
+    assert out.returncode == 0, out.stderr
+    assert expected in out.stdout
+    # Explicitly requested at import: a warning with the same reason, and `import torch` still works.
+    out = run_python(
+        "import torch, torch_backend; print(torch_backend.active_backend())", {"TORCH_BACKEND": "toy"}, path
+    )
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "None"
+    assert expected in out.stderr
+
+
+def test_backend_built_for_this_torch_release_activates(plugin_dir, tmp_path):
+    # Same major.minor, another patch release: the C++ ABI is the same.
+    major, minor = importlib.metadata.version("torch").split(".")[:2]
+    path = add_compiled_backend(plugin_dir, tmp_path, f"{major}.{minor}.99")
+    out = run_python("import torch, torch_backend; print(torch_backend.active_backend().name)", extra_path=path)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "toy"
+
+
+def test_installed_packages_record_the_torch_they_were_built_for():
+    import torch_backend
+    import torch_backend_fake
+    from torch_backend._compat import built_for
+
+    running = importlib.metadata.version("torch").split("+")[0]
+    for package in (torch_backend, torch_backend_fake):
+        assert built_for(Path(package.__file__).parent) == running

@@ -34,7 +34,9 @@ TORCH_ALLOWED = {
     "runtime": (),
     # PyTorch's own host-allocator base lives in ATen/core, as ours builds on it.
     "memory": ("ATen/core/CachingHostAllocator.h",),
-    "aten": ("ATen/", "torch/library.h"),
+    # torch/headeronly sits below c10 (c10 includes it): the version macros
+    # TorchCompat.h reads.
+    "aten": ("ATen/", "torch/library.h", "torch/headeronly/version.h"),
     "distributed": ("ATen/", "torch/library.h", "torch/csrc/distributed/"),
     "python": ("ATen/", "torch/", "pybind11/", "Python.h"),
 }
@@ -84,3 +86,23 @@ def test_no_layer_includes_from_a_layer_above_it():
         if p.suffix in (".h", ".cpp") and (v := violations(p))
     }
     assert not bad, f"includes from a higher layer: {bad}"
+
+
+# What tests torch's version, in C++ (torch's macros, ours) and in Python (the
+# installed release, core's helpers).
+VERSION_CHECK = re.compile(
+    r"TORCH_VERSION_(MAJOR|MINOR)|TORCH_BACKEND_TORCH_BEFORE|torch_at_least|torch_release\(|torch\.__version__\s*[<>=]"
+)
+# The one file per language where torch releases may differ (and the CMake
+# file that picks the C++ standard).
+COMPAT_FILES = {"torch-backend-core/csrc/aten/TorchCompat.h", "torch-backend-core/src/torch_backend/_compat.py"}
+
+
+def test_version_checks_live_only_in_the_compat_files():
+    packages = CSRC.parents[1]
+    sources = [p for p in packages.rglob("*") if p.suffix in (".h", ".cpp", ".cu", ".py") and "build" not in p.parts]
+    found = {str(p.relative_to(packages)) for p in sources if VERSION_CHECK.search(p.read_text(errors="replace"))}
+    assert found >= COMPAT_FILES, "the pattern no longer sees the compat files' own checks"
+    assert found == COMPAT_FILES, (
+        f"torch version checks outside TorchCompat.h and _compat.py: {sorted(found - COMPAT_FILES)}"
+    )

@@ -10,6 +10,25 @@ if(NOT TORCH_ROOT)
     OUTPUT_VARIABLE TORCH_ROOT OUTPUT_STRIP_TRAILING_WHITESPACE COMMAND_ERROR_IS_FATAL ANY)
 endif()
 
+# The torch release being built against, from its own header: the one place
+# where the build depends on torch's version.
+file(STRINGS "${TORCH_ROOT}/include/torch/headeronly/version.h" _torch_version_line
+     REGEX "^#define TORCH_VERSION_(MAJOR|MINOR|PATCH) [0-9]+")
+string(REGEX REPLACE ".*MAJOR ([0-9]+);.*MINOR ([0-9]+);.*PATCH ([0-9]+).*" "\\1.\\2.\\3"
+       TORCH_BACKEND_TORCH_VERSION "${_torch_version_line}")
+if(NOT TORCH_BACKEND_TORCH_VERSION MATCHES "^[0-9]+\\.[0-9]+\\.[0-9]+$")
+  message(FATAL_ERROR "Cannot read torch's version from ${TORCH_ROOT}/include/torch/headeronly/version.h")
+endif()
+# torch 2.14's headers need C++20 (operator<=>, std::bit_width, requires);
+# older ones build as C++17. Carried as a usage requirement of the torch
+# target, so every library that includes torch's headers gets it, backends
+# built against core's installed CMake package included.
+if(TORCH_BACKEND_TORCH_VERSION VERSION_GREATER_EQUAL 2.14)
+  set(TORCH_BACKEND_CXX_STANDARD 20)
+else()
+  set(TORCH_BACKEND_CXX_STANDARD 17)
+endif()
+
 # torch's C++ libraries as one imported target. We skip find_package(Torch):
 # it is slow and drags in CUDA/kineto probing that a CPU wheel does not need.
 if(NOT TARGET TorchBackend::torch)
@@ -17,5 +36,6 @@ if(NOT TARGET TorchBackend::torch)
   set_target_properties(TorchBackend::torch PROPERTIES
     INTERFACE_INCLUDE_DIRECTORIES "${TORCH_ROOT}/include;${TORCH_ROOT}/include/torch/csrc/api/include"
     INTERFACE_LINK_LIBRARIES "${TORCH_ROOT}/lib/libc10.so;${TORCH_ROOT}/lib/libtorch_cpu.so"
-    INTERFACE_COMPILE_DEFINITIONS "_GLIBCXX_USE_CXX11_ABI=1")
+    INTERFACE_COMPILE_DEFINITIONS "_GLIBCXX_USE_CXX11_ABI=1"
+    INTERFACE_COMPILE_FEATURES "cxx_std_${TORCH_BACKEND_CXX_STANDARD}")
 endif()

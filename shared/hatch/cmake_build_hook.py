@@ -13,7 +13,9 @@ A package without a CMakeLists.txt is pure Python and passes through.
 
 from __future__ import annotations
 
+import importlib.metadata
 import importlib.util
+import json
 import shutil
 import subprocess
 import sys
@@ -33,6 +35,19 @@ def _package_dir(name: str) -> str | None:
     return next(iter(spec.submodule_search_locations))
 
 
+# Written into every built package: the torch it was compiled against, which
+# core checks before loading it (torch_backend/_compat.py reads it).
+BUILD_INFO = "_build_info.json"
+
+
+def _torch_version() -> str:
+    """The installed torch's release ("2.13.0"), read without importing torch."""
+    try:
+        return importlib.metadata.version("torch").split("+")[0]
+    except importlib.metadata.PackageNotFoundError:
+        raise RuntimeError("torch must be installed first: build with --no-build-isolation") from None
+
+
 def _run(cmd: list[str], cwd: Path) -> None:
     print("+", " ".join(cmd), flush=True)
     subprocess.run(cmd, cwd=cwd, check=True)
@@ -47,7 +62,10 @@ class CMakeBuildHook(BuildHookInterface):
             return
         package = self.config["package"]
         editable = version == "editable"
-        build_dir = root / "build" / ("editable" if editable else "wheel")
+        torch_version = _torch_version()
+        # Build folders are kept per torch release: objects compiled against
+        # one torch's headers never mix with another's.
+        build_dir = root / "build" / f"{'editable' if editable else 'wheel'}-torch{torch_version}"
         if editable:
             prefix = root / "src" / package
         else:
@@ -61,11 +79,16 @@ class CMakeBuildHook(BuildHookInterface):
         _run(self._configure_command(root, build_dir, extra), root)
         _run(["cmake", "--build", str(build_dir)], root)
         _run(["cmake", "--install", str(build_dir), "--prefix", str(prefix)], root)
+        (prefix / BUILD_INFO).write_text(json.dumps({"torch": torch_version}) + "\n")
 
         build_data["pure_python"] = False
         build_data["infer_tag"] = True
         if not editable:
             build_data["force_include"][str(prefix)] = package
+            # Source builds accept any supported torch; a built wheel fits only
+            # the torch release it was compiled against.
+            major, minor = torch_version.split(".")[:2]
+            build_data["dependencies"].append(f"torch=={major}.{minor}.*")
 
     @staticmethod
     def _configure_command(source: Path, build_dir: Path, extra: list[str]) -> list[str]:
@@ -96,8 +119,8 @@ class CMakeBuildHook(BuildHookInterface):
         core_source = root.parent / "torch-backend-core"
         if not (core_source / "CMakeLists.txt").exists():
             raise RuntimeError("torch-backend-core is not installed: pip install torch-backend-core first")
-        staged = root / "build" / "core-prefix"
-        core_build = root / "build" / "core"
+        staged = root / "build" / f"core-prefix-torch{_torch_version()}"
+        core_build = root / "build" / f"core-torch{_torch_version()}"
         _run(self._configure_command(core_source, core_build, []), root)
         _run(["cmake", "--build", str(core_build)], root)
         _run(["cmake", "--install", str(core_build), "--prefix", str(staged)], root)

@@ -48,6 +48,34 @@ def test_invalid_device_index_raises():
         torch.fake.set_device("cpu")
 
 
+def test_bad_index_and_huge_allocation_are_python_errors_in_a_process_that_goes_on():
+    # In a process of its own, so a crash shows as its exit status (as it did
+    # on torch 2.11 before core built against it): CI runs this on every
+    # supported release.
+    code = (
+        "import torch\n"
+        "cases = {\n"
+        "    'empty': lambda: torch.empty(1, device='fake:99'),\n"
+        "    'to': lambda: torch.ones(2).to('fake:99'),\n"
+        "    'set_device': lambda: torch.fake.set_device(99),\n"
+        "    'huge': lambda: torch.empty(64 << 40, dtype=torch.uint8, device='fake'),\n"
+        "}\n"
+        "for name, case in cases.items():\n"
+        "    try:\n"
+        "        case()\n"
+        "    except Exception as error:\n"
+        "        print(name, type(error).__name__, str(error).splitlines()[0])\n"
+        "print(torch.ones(2, device='fake').sum().item())\n"
+    )
+    out = run(code)
+    assert out.returncode == 0, out.stderr
+    lines = out.stdout.splitlines()
+    bad_index = "RuntimeError invalid device index 99 for 'fake': 2 device(s) available"
+    assert lines[:3] == [f"{case} {bad_index}" for case in ("empty", "to", "set_device")]
+    assert lines[3].startswith("huge OutOfMemoryError fake:0 out of memory. Tried to allocate 65536.00 GiB")
+    assert lines[4:] == ["2.0"]
+
+
 def test_lazy_initialisation():
     code = "import torch; a = torch.fake.is_initialized(); torch.ones(1, device='fake')"
     out = run(code + "; print(a, torch.fake.is_initialized())")

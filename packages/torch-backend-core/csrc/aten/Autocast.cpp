@@ -7,6 +7,7 @@
 #include <torch/library.h>
 
 #include "Registration.h"
+#include "TorchCompat.h"
 
 namespace torch_backend {
 
@@ -21,6 +22,8 @@ void register_autocast() {
                                  c10::DispatchKey::AutocastPrivateUse1,
                                  __FILE__, __LINE__);
   torch::Library& m = *lib;  // the KERNEL macros register into `m`
+  // Every name the op lists use unqualified.
+  using namespace compat::autocast_list_names;
   using at::Tensor;
   using c10::IntArrayRef;
   using c10::Scalar;

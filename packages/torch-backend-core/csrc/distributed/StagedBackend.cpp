@@ -2,6 +2,7 @@
 
 #include <utility>
 
+#include "../aten/TorchCompat.h"
 #include "StagedWork.h"
 
 namespace torch_backend::distributed {
@@ -186,6 +187,10 @@ StagedBackend::Work StagedBackend::alltoall_base(
 
 StagedBackend::Work StagedBackend::alltoall(Tensors& outputs, Tensors& inputs,
                                             const c10d::AllToAllOptions& opts) {
+  TORCH_CHECK(compat::kGlooHasListAllToAll,
+              "all_to_all over lists of tensors needs torch 2.12 or newer on '",
+              getBackendName(),
+              "' (this torch's Gloo lacks it): use all_to_all_single");
   Staging s(mode_);
   auto host_in = s.inputs(inputs);
   auto host_out = s.outputs(outputs);

@@ -10,9 +10,13 @@ def report() -> str:
     import torch
 
     from torch_backend import __version__, active_backend, discover
+    from torch_backend._compat import unsupported_torch
     from torch_backend._discovery import SELECT_ENV
 
     lines = [f"torch-backend {__version__} (torch {torch.__version__})"]
+    unsupported = unsupported_torch()
+    if unsupported is not None:
+        lines.append(f"warning: {unsupported}")
     setting = os.environ.get(SELECT_ENV) or "unset: automatic"
     lines.append(f"{SELECT_ENV}: {setting}")
     infos = discover()

@@ -31,6 +31,10 @@ def _autoload() -> None:
                 RuntimeWarning,
                 stacklevel=3,
             )
+    # A package built for another torch (torch upgraded under it) is never
+    # passed over silently: once per reason (core's names every backend).
+    for reason in dict.fromkeys(i.reason for i in infos if i.extra.get("build_mismatch") and request is None):
+        warnings.warn(f"torch-backend: {reason}", RuntimeWarning, stacklevel=3)
     chosen, why = choose(infos, request)
     if chosen is None or chosen.backend is None:
         if why:

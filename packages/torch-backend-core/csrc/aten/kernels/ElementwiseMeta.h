@@ -11,6 +11,8 @@
 
 #include <optional>
 
+#include "../TorchCompat.h"
+
 namespace torch_backend {
 
 struct WhereMeta : at::TensorIteratorBase {
@@ -35,8 +37,8 @@ struct WhereMeta : at::TensorIteratorBase {
     condition_ = condition.to(device);
     // The iterator needs a defined output when its inputs' dtypes differ.
     if (!maybe_get_output().defined()) {
-      set_output_raw_strided(
-          0,
+      compat::request_output(
+          *this, 0,
           at::infer_size(at::infer_size(condition.sizes(), self.sizes()),
                          other.sizes()),
           {}, self_.options());

@@ -14,6 +14,8 @@
 #include <array>
 #include <type_traits>
 
+#include "../TorchCompat.h"
+
 namespace torch_backend {
 
 // Records the output in the meta class too, where it is a TensorIterator.
@@ -24,16 +26,16 @@ void forward_output(Meta& meta, int64_t index, at::IntArrayRef sizes,
     // Not before the iterator is being built (WhereMeta sizes its output
     // first).
     if (index < meta.ntensors()) {
-      meta.Meta::set_output_raw_strided(index, sizes, strides, options);
+      compat::base_output_hook<Meta>(meta, index, sizes, strides, options);
     }
   }
 }
 
 template <class Meta>
-struct Functional final : Meta {
-  void set_output_raw_strided(int64_t index, at::IntArrayRef sizes,
-                              at::IntArrayRef strides,
-                              at::TensorOptions options) override {
+struct Functional final : compat::OutputHook<Meta> {
+  void provide_output(int64_t index, at::IntArrayRef sizes,
+                      at::IntArrayRef strides,
+                      at::TensorOptions options) override {
     // A meta function that sizes its output before building an iterator
     // (WhereMeta) is asked again by the iterator: keep the first.
     if (!outputs_[index].defined() || outputs_[index].sizes() != sizes) {
@@ -50,13 +52,13 @@ struct Functional final : Meta {
 };
 
 template <class Meta>
-struct Out final : Meta {
+struct Out final : compat::OutputHook<Meta> {
   explicit Out(const at::Tensor& out) : outs_{&out, nullptr} {}
   Out(const at::Tensor& first, const at::Tensor& second)
       : outs_{&first, &second} {}
-  void set_output_raw_strided(int64_t index, at::IntArrayRef sizes,
-                              at::IntArrayRef strides,
-                              at::TensorOptions options) override {
+  void provide_output(int64_t index, at::IntArrayRef sizes,
+                      at::IntArrayRef strides,
+                      at::TensorOptions options) override {
     const at::Tensor& out = *outs_[index];
     TORCH_CHECK(options.dtype() == out.dtype(),
                 "Expected out tensor to have dtype ", options.dtype(),
@@ -78,11 +80,11 @@ struct Out final : Meta {
 };
 
 template <class Meta>
-struct InPlace final : Meta {
+struct InPlace final : compat::OutputHook<Meta> {
   explicit InPlace(const at::Tensor& self) : self_(self) {}
-  void set_output_raw_strided(int64_t index, at::IntArrayRef sizes,
-                              at::IntArrayRef strides,
-                              at::TensorOptions options) override {
+  void provide_output(int64_t index, at::IntArrayRef sizes,
+                      at::IntArrayRef strides,
+                      at::TensorOptions options) override {
     TORCH_CHECK(options.dtype() == self_.dtype(),
                 "Bad in-place call: input tensor dtype ", self_.dtype(),
                 " and output tensor dtype ", options.dtype(), " should match");
