@@ -12,8 +12,14 @@ import nox
 
 ROOT = Path(__file__).resolve().parent
 PACKAGES = ROOT / "packages"
+# The development torch: the only release with a CPU-only wheel here (190 MB);
+# the registry's builds of the others bring ~3 GB of CUDA libraries per venv.
+DEFAULT_TORCH = "2.13.0"
+# The oldest and the newest supported release, which CI also tests (compat sessions).
+OTHER_TORCH = {"2.11": "2.11.0", "2.15": "2.15.0"}
 # numpy: torch warns on first use without it, as every user environment has it.
-TORCH = ["torch==2.13.0", "numpy==2.4.6"]
+NUMPY = "numpy==2.4.6"
+TORCH = [f"torch=={DEFAULT_TORCH}", NUMPY]
 BUILD_TOOLS = ["hatchling==1.33.0"]
 TEST_TOOLS = ["pytest==9.0.3", "expecttest==0.3.0"]
 # Device name -> package folder. npu and gpu are skeletons until their device symbols land.
@@ -21,6 +27,7 @@ BACKENDS = {"fake": "torch-backend-fake", "npu": "torch-backend-npu", "gpu": "to
 
 nox.options.reuse_venv = "yes"
 nox.options.sessions = ["lint", "tests-fake"]
+WHEEL_PACKAGES = ("torch-backend-core", *BACKENDS.values())
 
 
 def system_deps(session: nox.Session) -> None:
@@ -75,6 +82,9 @@ def make_tests_session(backend: str) -> None:
                     "TORCH_BACKEND_EXIT_RUNS": "12",
                 },
             )  # fmt: skip
+            # In this session's venv rather than the opinfo session's: one
+            # torch install and one build fewer in CI.
+            run_opinfo_sweeps(session)
         # Benchmarks are never timed tests: CI only checks that they run.
         session.run(
             "python", "-m", "torch_backend.bench", "--quick", "--json", str(ROOT / "build" / "bench-smoke.json"),
@@ -101,19 +111,24 @@ def demo(session: nox.Session) -> None:
     session.run("python", str(ROOT / "examples" / "demo_train.py"))
 
 
-@nox.session(tags=["ci"])
+def run_opinfo_sweeps(session: nox.Session, *args: str) -> None:
+    sweep = PACKAGES / "torch-backend-fake" / "tests" / "opinfo"
+    known = ["--known", str(sweep / "known_failures.json")]
+    session.run("python", str(sweep / "sweep.py"), *known, *args)
+    # Again with fake's device kernels on: the kernel layer must keep every sample equal to CPU.
+    session.run("python", str(sweep / "sweep.py"), *known, *args, env={"TORCH_BACKEND_FAKE_KERNELS": "1"})
+
+
+@nox.session
 def opinfo(session: nox.Session) -> None:
-    """OpInfo sweep on fake vs CPU, with and without fake's device kernels: >= 99% equal, failures as listed."""
+    """OpInfo sweep on fake vs CPU, with and without fake's device kernels: >= 99% equal, failures as listed.
+
+    CI runs the sweeps at the end of tests-fake; this session runs them alone (`-- ARGS` pass through).
+    """
     system_deps(session)
     install_packages(session, *BACKENDS.values())
     session.install(*TEST_TOOLS)
-    sweep = PACKAGES / "torch-backend-fake" / "tests" / "opinfo"
-    known = ["--known", str(sweep / "known_failures.json")]
-    session.run("python", str(sweep / "sweep.py"), *known, *session.posargs)
-    # Again with fake's device kernels on: the kernel layer must keep every sample equal to CPU.
-    session.run(
-        "python", str(sweep / "sweep.py"), *known, *session.posargs, env={"TORCH_BACKEND_FAKE_KERNELS": "1"}
-    )  # fmt: skip
+    run_opinfo_sweeps(session, *session.posargs)
 
 
 @nox.session
@@ -127,13 +142,44 @@ def bench(session: nox.Session) -> None:
     session.run("python", "-m", "torch_backend.bench.allreduce", "--json", str(allreduce_json))
 
 
+def build_wheels(session: nox.Session, torch_version: str) -> Path:
+    """Platform wheels of every package, built against the session's torch, in their own folder."""
+    dist = ROOT / "build" / f"wheelhouse-torch{torch_version}"
+    session.run("rm", "-rf", str(dist), external=True)
+    for folder in WHEEL_PACKAGES:
+        session.run("pip", "wheel", "--no-build-isolation", "--no-deps", "-w", str(dist), str(PACKAGES / folder))
+        if folder == "torch-backend-core":
+            # Backends build against the installed core (else each stages its own).
+            session.install("--no-deps", "--force-reinstall", *map(str, dist.glob("torch_backend_core-*.whl")))
+    return dist
+
+
+def check_wheels(session: nox.Session, dist: Path, torch_version: str) -> None:
+    session.run("python", str(ROOT / "ci" / "check_wheels.py"), str(dist), f"torch=={torch_version}", NUMPY)
+
+
 @nox.session(tags=["ci"])
 def wheels(session: nox.Session) -> None:
     """Build platform wheels, install them in a fresh venv with torch, and use them away from the source tree."""
     system_deps(session)
     session.install(*TORCH, *BUILD_TOOLS)
-    dist = ROOT / "build" / "wheelhouse"
-    session.run("rm", "-rf", str(dist), external=True)
-    for folder in ("torch-backend-core", *BACKENDS.values()):
-        session.run("pip", "wheel", "--no-build-isolation", "--no-deps", "-w", str(dist), str(PACKAGES / folder))
-    session.run("python", str(ROOT / "ci" / "check_wheels.py"), str(dist))
+    check_wheels(session, build_wheels(session, DEFAULT_TORCH), DEFAULT_TORCH)
+
+
+@nox.session(tags=["ci"])
+@nox.parametrize("torch", list(OTHER_TORCH))
+def compat(session: nox.Session, torch: str) -> None:
+    """On another supported torch release: wheels built against it, their check, and fake's suite on them."""
+    torch_version = OTHER_TORCH[torch]
+    system_deps(session)
+    session.install(f"torch=={torch_version}", NUMPY, *BUILD_TOOLS, *TEST_TOOLS)
+    dist = build_wheels(session, torch_version)
+    # The suite runs on the installed wheels (no editable sources on sys.path).
+    session.install("--no-deps", "--force-reinstall", *map(str, dist.glob("*.whl")))
+    tests = PACKAGES / BACKENDS["fake"] / "tests"
+    session.run(
+        "pytest", str(tests), str(ROOT / "tests"), "--ignore", str(tests / "test_kernels.py"), *session.posargs,
+        # The exit stress test at a fifth of its counts: it ran in full on the default torch.
+        env={"TORCH_BACKEND": "fake", "TORCH_BACKEND_EXIT_RUNS": "12"},
+    )  # fmt: skip
+    check_wheels(session, dist, torch_version)

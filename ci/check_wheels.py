@@ -1,6 +1,6 @@
 """Check built wheels: self-contained, and working in a fresh venv away from the source tree.
 
-Usage: python ci/check_wheels.py WHEEL_DIR
+Usage: python ci/check_wheels.py WHEEL_DIR REQUIREMENT... (torch==X.Y.Z and the like, installed beside them)
 """
 
 from __future__ import annotations
@@ -68,11 +68,30 @@ def run(python: Path, *args: str, cwd: Path) -> str:
     return done.stdout
 
 
-def check_fresh_venv(wheels: list[Path], scratch: Path) -> None:
+def check_torch_pins(wheels: list[Path], torch_version: str) -> None:
+    """A wheel with compiled code requires the torch release it was built against."""
+    major, minor = torch_version.split(".")[:2]
+    pin = f"torch=={major}.{minor}.*"
+    for wheel in wheels:
+        with zipfile.ZipFile(wheel) as archive:
+            names = archive.namelist()
+            metadata = next(n for n in names if n.endswith(".dist-info/METADATA"))
+            requires = [
+                line.split(":", 1)[1].strip().replace(" ", "")
+                for line in archive.read(metadata).decode().splitlines()
+                if line.startswith("Requires-Dist:")
+            ]
+            compiled = any(n.endswith(".so") for n in names)
+        if compiled and pin not in requires:
+            fail(f"{wheel.name} requires {requires}, not {pin}")
+        print(f"ok: {wheel.name} requires {[r for r in requires if r.startswith('torch')]}")
+
+
+def check_fresh_venv(wheels: list[Path], scratch: Path, requirements: list[str]) -> None:
     env_dir = scratch / "venv"
     venv.create(env_dir, with_pip=True)
     python = env_dir / "bin" / "python"
-    install = [str(python), "-m", "pip", "install", "-q", "torch==2.13.0", "numpy==2.4.6", *map(str, wheels)]
+    install = [str(python), "-m", "pip", "install", "-q", *requirements, *map(str, wheels)]
     subprocess.run(install, check=True)
     work = scratch / "elsewhere"
     work.mkdir()
@@ -113,14 +132,18 @@ def check_third_party_build(python: Path, work: Path) -> None:
 
 
 def main() -> None:
-    wheel_dir = Path(sys.argv[1])
+    wheel_dir, requirements = Path(sys.argv[1]), sys.argv[2:]
     wheels = sorted(wheel_dir.glob("*.whl"))
     if not wheels:
         fail(f"no wheels in {wheel_dir}")
+    torch_pin = next((r for r in requirements if r.startswith("torch==")), None)
+    if torch_pin is None:
+        fail("name the torch to check against (torch==X.Y.Z)")
     with tempfile.TemporaryDirectory() as tmp:
         scratch = Path(tmp)
         check_contents(wheels, scratch)
-        check_fresh_venv(wheels, scratch)
+        check_torch_pins(wheels, torch_pin.removeprefix("torch=="))
+        check_fresh_venv(wheels, scratch, requirements)
     print("check_wheels: all checks passed")
 
 
