@@ -39,6 +39,8 @@
 #include <ATen/ops/nll_loss_forward.h>
 #include <ATen/ops/scatter_add.h>
 #include <ATen/ops/sum.h>
+#include <ATen/ops/var_mean.h>
+#include <ATen/ops/zeros_like.h>
 #include <c10/util/BFloat16.h>
 #include <c10/util/Half.h>
 
@@ -513,6 +515,38 @@ FAKE_REDUCTION(amax_kernel, at::amax_out(result, input, dims, true))
 FAKE_REDUCTION(amin_kernel, at::amin_out(result, input, dims, true))
 #undef FAKE_REDUCTION
 
+// var/std (and the mean) over the dims where var has stride 0.
+Status variance_kernel(const KernelContext& ctx,
+                       const torch_backend::VarianceCall& call) {
+  fake_enqueue(ctx.stream, [call] {
+    std::vector<std::int64_t> dims;
+    TensorView var = call.var;
+    TensorView mean = call.mean;
+    for (std::int32_t d = 0; d < var.dim; ++d) {
+      if (var.strides[d] == 0 && var.sizes[d] > 1) {
+        dims.push_back(d);
+        var.sizes[d] = 1;
+        mean.sizes[d] = 1;
+      }
+    }
+    const at::Tensor in = host_tensor(call.in);
+    // An empty dim list would reduce everything: nothing folds here.
+    auto [result, average] =
+        dims.empty()
+            ? std::make_tuple(at::zeros_like(in), in.clone())
+            : at::var_mean(in, at::IntArrayRef(dims),
+                           std::optional<at::Scalar>(call.correction), true);
+    if (call.standard_deviation) {
+      result.sqrt_();
+    }
+    host_tensor(var).copy_(result);
+    if (call.mean.data != nullptr) {
+      host_tensor(mean).copy_(average);
+    }
+  });
+  return kSuccess;
+}
+
 Status gemm(const KernelContext& ctx, const torch_backend::GemmCall& call) {
   fake_enqueue(ctx.stream, [call] {
     at::Tensor out = host_tensor(call.out);
@@ -894,4 +928,5 @@ TORCH_BACKEND_DEFINE_DEVICE_KERNELS(kernels) {
   kernels.layer_norm(&layer_norm_kernel, &layer_norm_backward_kernel);
   kernels.dropout(&dropout_kernel);
   kernels.batch_norm(&batch_norm_kernel, &batch_norm_backward_kernel);
+  kernels.variance(&variance_kernel);
 }

@@ -325,6 +325,64 @@ def test_reductions_match_cpu(name: str, dim, keepdim: bool):
     same(op(device_view, **kwargs), op(view, **kwargs))
 
 
+@pytest.mark.parametrize(
+    ("dim", "keepdim"), [(None, False), (0, False), (1, True), ((0, 2), False), (-1, True)], ids=str
+)
+@pytest.mark.parametrize("correction", [0, 1, 2.5])
+@pytest.mark.parametrize("name", ["var", "std", "var_mean", "std_mean"])
+def test_variance_matches_cpu(name: str, dim, keepdim: bool, correction):
+    def op(t: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        result = getattr(torch, name)(t, dim=dim, keepdim=keepdim, correction=correction)
+        return result if isinstance(result, tuple) else (result,)
+
+    x = torch.randn(3, 4, 5) * 3 + 1
+    view = x.transpose(0, 2)[1:, ::2]  # non-contiguous, offset
+    for device_input, cpu_input in ((x.to("fake"), x), (x.to("fake").transpose(0, 2)[1:, ::2], view)):
+        for device_result, cpu_result in zip(op(device_input), op(cpu_input), strict=True):
+            same(device_result, cpu_result)
+
+
+def test_variance_runs_on_the_kernel_with_out_resize_and_gradients():
+    # In a process where any fallback is an error: these calls are the kernel's.
+    code = (
+        "import torch\n"
+        "x = torch.randn(6, 5, dtype=torch.float64)\n"
+        "d = x.to('fake')\n"
+        "out = torch.empty(0, dtype=torch.float64, device='fake')\n"
+        "torch.var(d, 1, out=out)\n"
+        "assert out.shape == (6,) and torch.allclose(out.cpu(), x.var(1))\n"
+        "v, m = torch.var_mean(d, (0, 1), correction=0)\n"
+        "assert torch.allclose(v.cpu(), x.var(correction=0)) and torch.allclose(m.cpu(), x.mean())\n"
+        "s = torch.std(d.half(), 0)\n"
+        "assert s.dtype == torch.float16 and torch.allclose(s.cpu(), x.half().std(0), atol=1e-2)\n"
+        "print('ok')\n"
+    )
+    env = {**os.environ, "TORCH_BACKEND_FALLBACK": "error"}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "ok"
+    # Autograd's var/std backward formulas run on the device too.
+    x = torch.randn(4, 6, requires_grad=True)
+    d = x.detach().to("fake").requires_grad_()
+    (torch.std(d, 1) * torch.arange(4.0).to("fake")).sum().backward()
+    (torch.std(x, 1) * torch.arange(4.0)).sum().backward()
+    same(d.grad, x.grad)
+
+
+def test_variance_edge_cases_answer_as_cpu():
+    x = torch.randn(5, 3)
+    with pytest.warns(UserWarning, match="degrees of freedom"):
+        same(torch.var(x[:1].to("fake"), 0), torch.var(x[:1], 0))  # one element, correction 1: nan
+    same(torch.var(torch.zeros(0, 3, device="fake"), 0), torch.var(torch.zeros(0, 3), 0))
+    same(torch.var(torch.tensor(2.5, device="fake"), correction=0), torch.tensor(0.0))
+    same(torch.var(x.to("fake"), dim=[]), torch.var(x, dim=[]))
+    with pytest.raises(RuntimeError, match="floating point"):
+        torch.var(torch.ones(3, dtype=torch.int64, device="fake"))
+    out = torch.empty(3, dtype=torch.float64, device="fake")  # another dtype: ATen's own answer
+    cpu_out = torch.empty(3, dtype=torch.float64)
+    same(torch.var(x.to("fake"), 0, out=out), torch.var(x, 0, out=cpu_out))
+
+
 def test_reduction_dtypes_empty_and_out():
     ints = torch.randint(-5, 5, (4, 6), dtype=torch.int32)
     result = ints.to("fake").sum(1)

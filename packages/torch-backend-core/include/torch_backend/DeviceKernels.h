@@ -23,7 +23,7 @@
 namespace torch_backend {
 
 // Bumped whenever a descriptor layout or kernel signature changes.
-constexpr int kDeviceKernelsAbiVersion = 3;
+constexpr int kDeviceKernelsAbiVersion = 4;
 
 enum class DType : std::int8_t {
   Bool,
@@ -106,6 +106,21 @@ using ElementwiseKernel = Status (*)(const KernelContext& ctx,
 // "amax", "amin". An empty reduction (a 0 size) never reaches the kernel.
 using ReductionKernel = Status (*)(const KernelContext& ctx,
                                    const TensorView& out, const TensorView& in);
+
+// ---- Variance ---------------------------------------------------------------
+// var (or its square root, the standard deviation, when `standard_deviation`)
+// and mean of in over the reduced dims: var and mean have in's sizes with
+// stride 0 along them, as a reduction's out. var = sum((in - mean)^2) /
+// (N - correction) over the N elements folded into each output; core
+// guarantees N - correction > 0. mean.data == nullptr when only var is asked
+// (var, std); all three share in's floating dtype.
+struct VarianceCall {
+  TensorView var, mean, in;
+  double correction = 1;
+  bool standard_deviation = false;
+};
+using VarianceKernel = Status (*)(const KernelContext& ctx,
+                                  const VarianceCall& call);
 
 // ---- Matrix multiply ------------------------------------------------------
 // out[i] = alpha * (a[i] @ b[i]) + beta * c[i] for every batch i: 3-D
@@ -279,6 +294,8 @@ class TORCH_BACKEND_API KernelRegistry {
   virtual void dropout(DropoutKernel kernel) = 0;
   virtual void batch_norm(BatchNormKernel forward,
                           BatchNormBackwardKernel backward) = 0;
+  // var, var_mean, std and std_mean.
+  virtual void variance(VarianceKernel kernel) = 0;
 };
 
 }  // namespace torch_backend

@@ -74,7 +74,13 @@ class Table final : public KernelRegistry {
     batch_norm_backward_ = backward;
   }
 
+  void variance(VarianceKernel kernel) override {
+    TORCH_CHECK(kernel != nullptr, "the variance kernel is null");
+    variance_ = kernel;
+  }
+
   ByName<ElementwiseKernel> elementwise_;
+  VarianceKernel variance_ = nullptr;
   BatchNormKernel batch_norm_ = nullptr;
   BatchNormBackwardKernel batch_norm_backward_ = nullptr;
   ByName<ArgReductionKernel> arg_reduction_;
@@ -165,6 +171,8 @@ ArgReductionKernel arg_reduction_kernel(const std::string& name) {
 IndexKernel index_kernel(const std::string& name) {
   return lookup(table().indexing_, name);
 }
+VarianceKernel variance_kernel() { return table().variance_; }
+
 NllLossBackwardKernel nll_loss_backward_kernel() {
   return table().nll_loss_backward_;
 }

@@ -27,5 +27,6 @@ DropoutKernel dropout_kernel();
 BatchNormKernel batch_norm_kernel();
 BatchNormBackwardKernel batch_norm_backward_kernel();
 LayerNormBackwardKernel layer_norm_backward_kernel();
+VarianceKernel variance_kernel();
 
 }  // namespace torch_backend

@@ -70,6 +70,9 @@ std::vector<OpTableRow> op_table() {
            {"max.dim", "max.dim_max", "argmax", "argmax.out"});
   add_rows(rows, "reduction", "min", arg_reduction_kernel("min") != nullptr,
            {"min.dim", "min.dim_min", "argmin", "argmin.out"});
+  add_rows(rows, "reduction", "variance", variance_kernel() != nullptr,
+           {"var.correction", "var.correction_out", "var_mean.correction",
+            "std.correction", "std.correction_out", "std_mean.correction"});
   add_rows(rows, "norm", "layer_norm", layer_norm_kernel() != nullptr,
            {"native_layer_norm", "native_layer_norm_backward"});
   add_rows(rows, "norm", "batch_norm", batch_norm_kernel() != nullptr,

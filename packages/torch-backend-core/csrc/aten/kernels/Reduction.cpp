@@ -1,15 +1,17 @@
-// ATen kernels for reductions (sum, mean, amax, amin over any set of dims;
-// max/min with indices and argmax/argmin along one),
+// ATen kernels for reductions (sum, mean, amax, amin, var/std over any set
+// of dims; max/min with indices and argmax/argmin along one),
 // over the backend's reduction kernels. The op's structured meta class sizes
 // the result and checks the arguments; ATen's make_reduction_from_out_ty
 // builds the reduction TensorIterator the CPU kernel uses, whose output has
 // stride 0 along the reduced dims and whose input is cast to the result
 // dtype.
 #include <ATen/native/ReduceOpsUtils.h>
+#include <ATen/native/Resize.h>
 #include <ATen/ops/amax_meta.h>
 #include <ATen/ops/amin_meta.h>
 #include <ATen/ops/argmax_meta.h>
 #include <ATen/ops/argmin_meta.h>
+#include <ATen/ops/empty.h>
 #include <ATen/ops/max_meta.h>
 #include <ATen/ops/mean_meta.h>
 #include <ATen/ops/min_meta.h>
@@ -18,7 +20,9 @@
 #include <torch/library.h>
 
 #include <limits>
+#include <optional>
 #include <tuple>
+#include <vector>
 
 #include "KernelTable.h"
 #include "Launch.h"
@@ -195,6 +199,130 @@ struct ArgReduction {
   }
 };
 
+// var/std, alone or with the mean, over a set of dims (all when none are
+// given). Sized as ATen's CPU kernel sizes them; the backend's kernel writes
+// through views with self's sizes and stride 0 along the reduced dims.
+struct VarianceOps {
+  c10::OperatorHandle var, var_out, var_mean, std, std_out, std_mean;
+};
+std::optional<VarianceOps> variance_ops;
+
+std::vector<int64_t> reduced_shape(const Tensor& self,
+                                   at::OptionalIntArrayRef dims, bool keepdim) {
+  const auto mask = at::native::make_dim_mask(dims, self.dim());
+  std::vector<int64_t> shape;
+  for (int64_t d = 0; d < self.dim(); ++d) {
+    if (!mask[d]) {
+      shape.push_back(self.size(d));
+    } else if (keepdim) {
+      shape.push_back(1);
+    }
+  }
+  return shape;
+}
+
+// `result` (sized by reduced_shape) as a view with self's sizes.
+Tensor spread(const Tensor& result, const Tensor& self,
+              at::OptionalIntArrayRef dims) {
+  const auto mask = at::native::make_dim_mask(dims, self.dim());
+  std::vector<int64_t> kept;
+  for (int64_t d = 0; d < self.dim(); ++d) {
+    kept.push_back(mask[d] ? 1 : self.size(d));
+  }
+  return result.view(kept).expand(self.sizes());
+}
+
+// false: declined (non-floating dtypes, empty input, no degrees of freedom,
+// an out= of another dtype), for the fallback to answer as ATen does.
+bool run_variance(const Tensor& self, const Tensor& var, const Tensor* mean,
+                  at::OptionalIntArrayRef dims,
+                  const std::optional<at::Scalar>& correction,
+                  bool standard_deviation) {
+  const VarianceKernel kernel = variance_kernel();
+  if (kernel == nullptr || !at::isFloatingType(self.scalar_type()) ||
+      !kernel_dtypes(self) || var.scalar_type() != self.scalar_type() ||
+      (mean != nullptr && mean->scalar_type() != self.scalar_type()) ||
+      self.numel() == 0) {
+    return false;
+  }
+  const auto mask = at::native::make_dim_mask(dims, self.dim());
+  int64_t folded = 1;
+  for (int64_t d = 0; d < self.dim(); ++d) {
+    folded *= mask[d] ? self.size(d) : 1;
+  }
+  const double dof_correction =
+      correction.has_value() ? correction->toDouble() : 1.0;
+  if (static_cast<double>(folded) - dof_correction <= 0) {
+    return false;  // ATen warns and returns inf/nan
+  }
+  c10::DeviceGuard guard(self.device());
+  VarianceCall call;
+  call.var = view_of(spread(var, self, dims));
+  call.mean =
+      mean != nullptr ? view_of(spread(*mean, self, dims)) : TensorView{};
+  call.in = view_of(self);
+  call.correction = dof_correction;
+  call.standard_deviation = standard_deviation;
+  return kernel_ran(kernel(kernel_context(self.device()), call));
+}
+
+template <bool kStd>
+struct Variance {
+  static const c10::OperatorHandle& op(bool out, bool with_mean) {
+    if (with_mean) {
+      return kStd ? variance_ops->std_mean : variance_ops->var_mean;
+    }
+    if (out) {
+      return kStd ? variance_ops->std_out : variance_ops->var_out;
+    }
+    return kStd ? variance_ops->std : variance_ops->var;
+  }
+
+  static Tensor functional(const Tensor& self, at::OptionalIntArrayRef dims,
+                           const std::optional<at::Scalar>& correction,
+                           bool keepdim) {
+    Tensor result =
+        at::empty(reduced_shape(self, dims, keepdim), self.options());
+    if (run_variance(self, result, nullptr, dims, correction, kStd)) {
+      return result;
+    }
+    torch::jit::Stack stack{self, boxed(dims), boxed(correction), keepdim};
+    fall_back(op(false, false), stack);
+    return stack.back().toTensor();
+  }
+
+  static Tensor& out(const Tensor& self, at::OptionalIntArrayRef dims,
+                     const std::optional<at::Scalar>& correction, bool keepdim,
+                     Tensor& out) {
+    TORCH_CHECK(out.device() == self.device(), "Expected out tensor to have ",
+                "device ", self.device(), ", but got ", out.device(),
+                " instead");
+    if (out.scalar_type() == self.scalar_type()) {
+      at::native::resize_output(out, reduced_shape(self, dims, keepdim));
+      if (run_variance(self, out, nullptr, dims, correction, kStd)) {
+        return out;
+      }
+    }
+    torch::jit::Stack stack{self, boxed(dims), boxed(correction), keepdim, out};
+    fall_back(op(true, false), stack);
+    return out;
+  }
+
+  static std::tuple<Tensor, Tensor> with_mean(
+      const Tensor& self, at::OptionalIntArrayRef dims,
+      const std::optional<at::Scalar>& correction, bool keepdim) {
+    const auto shape = reduced_shape(self, dims, keepdim);
+    Tensor result = at::empty(shape, self.options());
+    Tensor mean = at::empty(shape, self.options());
+    if (run_variance(self, result, &mean, dims, correction, kStd)) {
+      return {result, mean};
+    }
+    torch::jit::Stack stack{self, boxed(dims), boxed(correction), keepdim};
+    fall_back(op(false, true), stack);
+    return {stack[0].toTensor(), stack[1].toTensor()};
+  }
+};
+
 constexpr char kMax[] = "max";
 constexpr char kMin[] = "min";
 
@@ -212,6 +340,22 @@ std::vector<std::string> register_reduction_kernels(torch::Library& aten) {
   }
   TORCH_BACKEND_REDUCTION_OPS(TORCH_BACKEND_REGISTER_REDUCTION)
 #undef TORCH_BACKEND_REGISTER_REDUCTION
+  if (variance_kernel() != nullptr) {
+    variance_ops = VarianceOps{
+        find_op("var.correction"),      find_op("var.correction_out"),
+        find_op("var_mean.correction"), find_op("std.correction"),
+        find_op("std.correction_out"),  find_op("std_mean.correction")};
+    aten.impl("var.correction", TORCH_FN(Variance<false>::functional));
+    aten.impl("var.correction_out", TORCH_FN(Variance<false>::out));
+    aten.impl("var_mean.correction", TORCH_FN(Variance<false>::with_mean));
+    aten.impl("std.correction", TORCH_FN(Variance<true>::functional));
+    aten.impl("std.correction_out", TORCH_FN(Variance<true>::out));
+    aten.impl("std_mean.correction", TORCH_FN(Variance<true>::with_mean));
+    registered.insert(
+        registered.end(),
+        {"var.correction", "var.correction_out", "var_mean.correction",
+         "std.correction", "std.correction_out", "std_mean.correction"});
+  }
   if (arg_reduction_kernel("max") != nullptr) {
     ArgReduction<kMax, at::meta::structured_max_dim,
                  at::meta::structured_argmax>::registered(aten, "max",
