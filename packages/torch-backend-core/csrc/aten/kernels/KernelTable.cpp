@@ -26,10 +26,7 @@ class Table final : public KernelRegistry {
   void reduction(const char* name, ReductionKernel kernel) override {
     add("reduction", name, kernel, reduction_);
   }
-  void gemm(GemmKernel kernel) override {
-    TORCH_CHECK(kernel != nullptr, "the gemm kernel is null");
-    gemm_ = kernel;
-  }
+  void gemm(GemmKernel kernel) override { set("gemm", kernel, gemm_); }
   void softmax(const char* name, SoftmaxKernel forward,
                SoftmaxBackwardKernel backward) override {
     TORCH_CHECK(backward != nullptr, "softmax kernel '", name,
@@ -39,10 +36,7 @@ class Table final : public KernelRegistry {
   }
   void nll_loss(NllLossKernel forward,
                 NllLossBackwardKernel backward) override {
-    TORCH_CHECK(forward != nullptr && backward != nullptr,
-                "the nll_loss kernels are null");
-    nll_loss_ = forward;
-    nll_loss_backward_ = backward;
+    set_pair("nll_loss", forward, backward, nll_loss_, nll_loss_backward_);
   }
 
   void indexing(const char* name, IndexKernel kernel) override {
@@ -51,15 +45,12 @@ class Table final : public KernelRegistry {
 
   void layer_norm(LayerNormKernel forward,
                   LayerNormBackwardKernel backward) override {
-    TORCH_CHECK(forward != nullptr && backward != nullptr,
-                "the layer_norm kernels are null");
-    layer_norm_ = forward;
-    layer_norm_backward_ = backward;
+    set_pair("layer_norm", forward, backward, layer_norm_,
+             layer_norm_backward_);
   }
 
   void dropout(DropoutKernel kernel) override {
-    TORCH_CHECK(kernel != nullptr, "the dropout kernel is null");
-    dropout_ = kernel;
+    set("dropout", kernel, dropout_);
   }
 
   void arg_reduction(const char* name, ArgReductionKernel kernel) override {
@@ -68,15 +59,12 @@ class Table final : public KernelRegistry {
 
   void batch_norm(BatchNormKernel forward,
                   BatchNormBackwardKernel backward) override {
-    TORCH_CHECK(forward != nullptr && backward != nullptr,
-                "the batch_norm kernels are null");
-    batch_norm_ = forward;
-    batch_norm_backward_ = backward;
+    set_pair("batch_norm", forward, backward, batch_norm_,
+             batch_norm_backward_);
   }
 
   void variance(VarianceKernel kernel) override {
-    TORCH_CHECK(kernel != nullptr, "the variance kernel is null");
-    variance_ = kernel;
+    set("variance", kernel, variance_);
   }
 
   ByName<ElementwiseKernel> elementwise_;
@@ -96,6 +84,23 @@ class Table final : public KernelRegistry {
   NllLossBackwardKernel nll_loss_backward_ = nullptr;
 
  private:
+  // The single kernels of a family: a null one is refused.
+  template <class Kernel>
+  static void set(const char* family, Kernel kernel, Kernel& into) {
+    TORCH_CHECK(kernel != nullptr, "the ", family, " kernel is null");
+    into = kernel;
+  }
+
+  // A forward kernel and its backward, registered together.
+  template <class Forward, class Backward>
+  static void set_pair(const char* family, Forward forward, Backward backward,
+                       Forward& forward_into, Backward& backward_into) {
+    TORCH_CHECK(forward != nullptr && backward != nullptr, "the ", family,
+                " kernels are null");
+    forward_into = forward;
+    backward_into = backward;
+  }
+
   // A misspelt name would silently leave its op on the fallback: refuse it.
   template <class Kernel>
   static void add(const std::string& family, const char* name, Kernel kernel,
