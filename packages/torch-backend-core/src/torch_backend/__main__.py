@@ -4,6 +4,11 @@ from __future__ import annotations
 
 import os
 import sys
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from torch_backend._backend import BackendInfo
+    from torch_backend._intree import InTreeAccelerator
 
 
 def report() -> str:
@@ -11,7 +16,9 @@ def report() -> str:
 
     from torch_backend import __version__, active_backend, discover
     from torch_backend._compat import unsupported_torch
+    from torch_backend._activation import coexistence_warning
     from torch_backend._discovery import SELECT_ENV
+    from torch_backend._intree import in_tree_accelerator
 
     lines = [f"torch-backend {__version__} (torch {torch.__version__})"]
     unsupported = unsupported_torch()
@@ -19,6 +26,12 @@ def report() -> str:
         lines.append(f"warning: {unsupported}")
     setting = os.environ.get(SELECT_ENV) or "unset: automatic"
     lines.append(f"{SELECT_ENV}: {setting}")
+    accelerator = in_tree_accelerator()
+    if accelerator is None:
+        lines.append("PyTorch's own accelerator: none (a CPU-only build of torch)")
+    else:
+        state = "usable" if accelerator.usable else "not usable here"
+        lines.append(f"PyTorch's own accelerator: {accelerator.device_type}, {state}: {accelerator.detail}")
     infos = discover()
     lines.append("installed backends (highest priority first):")
     if not infos:
@@ -28,8 +41,10 @@ def report() -> str:
         lines.append(f"  {info.name:<6} {info.distribution:<22} priority {info.priority:<3} {state}: {info.reason}")
     active = active_backend()
     if active is None:
-        lines.append("active: none")
+        lines.append(f"active: none{_why_none_active(infos, accelerator)}")
         return "\n".join(lines)
+    if accelerator is not None and accelerator.usable:
+        lines.append(f"warning: {coexistence_warning(active.name, accelerator)}")
     module = getattr(torch, active.name)
     count = module.device_count()
     lines.append(f"active: {active.name} ({count} device{'s' if count != 1 else ''})")
@@ -39,6 +54,23 @@ def report() -> str:
             f"  {active.name}:{index}  {props.name}  {props.total_memory >> 20} MiB  capability {props.capability}"
         )
     return "\n".join(lines)
+
+
+def _why_none_active(infos: list[BackendInfo], accelerator: InTreeAccelerator | None) -> str:
+    from torch_backend._discovery import requested
+
+    if requested() is not None:
+        return ""  # none requested, or the request failed (its warning said why)
+    available = [i.name for i in infos if i.available]
+    if not available:
+        return " (no installed backend is available)"
+    if accelerator is not None and accelerator.usable:
+        return (
+            f" (PyTorch's own '{accelerator.device_type}' is usable, so no backend is activated implicitly: "
+            f"PyTorch serves one accelerator type per process; set TORCH_BACKEND={available[0]} to activate "
+            f"'{available[0]}' anyway, which breaks backward through '{accelerator.device_type}' tensors)"
+        )
+    return ""
 
 
 def ops_report() -> str:

@@ -9,6 +9,7 @@ import warnings
 
 from torch_backend._backend import Backend
 from torch_backend._discovery import choose, discover
+from torch_backend._intree import InTreeAccelerator, usable_in_tree_accelerator
 
 _lock = threading.Lock()
 _active: Backend | None = None
@@ -35,13 +36,32 @@ def activate(name: str | None = None) -> Backend:
 
 
 def activate_backend(backend: Backend) -> Backend:
-    """Activate an already discovered backend (see :func:`activate`)."""
+    """Activate an already discovered backend (see :func:`activate`).
+
+    Where PyTorch's own accelerator is usable too, it activates all the same
+    (the user asked for it) and warns what that breaks.
+    """
     global _active
     with _lock:
         _check_none_active()
+        accelerator = usable_in_tree_accelerator()
         _register(backend)
+        if accelerator is not None:
+            warnings.warn(coexistence_warning(backend.name, accelerator), UserWarning, stacklevel=3)
         _active = backend
         return backend
+
+
+def coexistence_warning(name: str, accelerator: InTreeAccelerator) -> str:
+    kind = accelerator.device_type
+    return (
+        f"torch-backend: '{name}' is active while PyTorch's own accelerator '{kind}' is usable "
+        f"({accelerator.detail}). PyTorch serves one accelerator type per process and prefers "
+        f"the PrivateUse1 device (pytorch/pytorch#161129): in this process backward through "
+        f"'{kind}' tensors fails in autograd's engine, and torch.accelerator and "
+        f"device-generic code mean '{name}', not '{kind}'. To train on '{kind}', leave "
+        f"TORCH_BACKEND unset (a backend is then not activated where '{kind}' is usable) or set it to 'none'."
+    )
 
 
 def _check_none_active() -> None:

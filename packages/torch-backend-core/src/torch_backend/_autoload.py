@@ -19,6 +19,7 @@ def autoload() -> None:
 def _autoload() -> None:
     from torch_backend._activation import activate_backend
     from torch_backend._discovery import choose, discover, requested
+    from torch_backend._intree import usable_in_tree_accelerator
 
     request = requested()
     if request == "none":
@@ -35,6 +36,10 @@ def _autoload() -> None:
     # passed over silently: once per reason (core's names every backend).
     for reason in dict.fromkeys(i.reason for i in infos if i.extra.get("build_mismatch") and request is None):
         warnings.warn(f"torch-backend: {reason}", RuntimeWarning, stacklevel=3)
+    if request is None and usable_in_tree_accelerator() is not None:
+        # PyTorch's own accelerator keeps the process: never taken over
+        # implicitly, and quietly (`python -m torch_backend` explains).
+        return
     chosen, why = choose(infos, request)
     if chosen is None or chosen.backend is None:
         if why:
