@@ -15,8 +15,8 @@ def report() -> str:
     import torch
 
     from torch_backend import __version__, active_backend, discover
-    from torch_backend._compat import unsupported_torch
     from torch_backend._activation import coexistence_warning
+    from torch_backend._compat import unsupported_torch
     from torch_backend._discovery import SELECT_ENV
     from torch_backend._intree import in_tree_accelerator
 
