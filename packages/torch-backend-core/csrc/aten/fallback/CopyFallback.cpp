@@ -3,6 +3,9 @@
 // and copies results and mutated arguments back. Random ops draw from the
 // device's generator, as in the zero-copy fallback.
 #include <ATen/native/CPUFallback.h>
+#include <c10/util/SmallVector.h>
+
+#include <string_view>
 
 #include <torch_backend/Runtime.h>
 
@@ -30,13 +33,55 @@ c10::Device op_device(const c10::FunctionSchema& schema,
           static_cast<c10::DeviceIndex>(current_device())};
 }
 
+// Arguments CPU kernels write although the op's schema does not mark them
+// mutable: native_batch_norm (and its out= form) update the running
+// statistics in place. cpu_fallback copies back only annotated arguments, so
+// these are staged here: a host copy goes in, and its values come back.
+struct UndeclaredWrite {
+  std::string_view op;  // "aten::native_batch_norm" (any overload)
+  size_t arguments[2];
+};
+constexpr UndeclaredWrite kUndeclaredWrites[] = {
+    {"aten::native_batch_norm", {3, 4}},  // running_mean, running_var
+};
+
+struct StagedArgument {
+  at::Tensor device;
+  at::Tensor host;
+};
+
+c10::SmallVector<StagedArgument, 2> stage_undeclared_writes(
+    const c10::OperatorHandle& op, torch::jit::Stack& stack) {
+  c10::SmallVector<StagedArgument, 2> staged;
+  const size_t first = stack.size() - op.schema().arguments().size();
+  for (const UndeclaredWrite& entry : kUndeclaredWrites) {
+    if (op.operator_name().name != entry.op) {
+      continue;
+    }
+    for (size_t index : entry.arguments) {
+      c10::IValue& slot = stack[first + index];
+      if (slot.isTensor() && on_device(slot.toTensor())) {
+        at::Tensor device = slot.toTensor();
+        at::Tensor host = device.cpu();
+        slot = host;
+        staged.push_back({std::move(device), std::move(host)});
+      }
+    }
+  }
+  return staged;
+}
+
 }  // namespace
 
 void copy_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
   apply_fallback_policy(op);
   const c10::FunctionSchema& schema = op.schema();
   auto generator = bridge_generator(schema, stack, op_device(schema, *stack));
+  auto staged = stage_undeclared_writes(op, *stack);
   at::native::cpu_fallback(op, stack);
+  for (StagedArgument& argument : staged) {
+    argument.device.copy_(argument.host);
+  }
   if (generator) {
     generator->write_back();
   }

@@ -6,12 +6,9 @@
 // memory host code cannot address, the copying fallback serves everything
 // except view ops, which keep aliasing (see below).
 #include <ATen/core/dispatch/Dispatcher.h>
-#include <ATen/ops/_native_batch_norm_legit.h>
 #include <torch/library.h>
 
 #include <algorithm>
-#include <optional>
-#include <tuple>
 
 #include <torch_backend/Runtime.h>
 
@@ -21,10 +18,11 @@
 namespace torch_backend {
 namespace {
 
-// Ops whose generic kernel routes other devices to an "_overrideable"
-// variant that only throws; on the CPU the same kernel does the real work.
-constexpr const char* kOverrideableOps[] = {"convolution",
-                                            "convolution_backward"};
+// Ops whose generic kernel refuses other devices: convolution routes them to
+// an "_overrideable" variant that only throws, mode's out= form checks for
+// CPU, CUDA or XPU. On the CPU the same kernels do the real work.
+constexpr const char* kCompositesRefusingDevices[] = {
+    "convolution", "convolution_backward", "mode.values"};
 
 // "add.Tensor" for aten::add.Tensor, as torch::Library::impl takes it.
 std::string qualified_name(const c10::OperatorName& name) {
@@ -51,27 +49,6 @@ bool is_view_op(const c10::OperatorHandle& op) {
     }
   }
   return false;
-}
-
-// native_batch_norm updates running_mean/running_var in place, but its schema
-// does not mark them mutable, so the copying fallback (which writes back only
-// annotated arguments) would drop the update. _native_batch_norm_legit is the
-// same computation with the annotations: route through it.
-std::tuple<at::Tensor, at::Tensor, at::Tensor> native_batch_norm_annotated(
-    const at::Tensor& input, const std::optional<at::Tensor>& weight,
-    const std::optional<at::Tensor>& bias,
-    const std::optional<at::Tensor>& running_mean,
-    const std::optional<at::Tensor>& running_var, bool training,
-    double momentum, double eps) {
-  if (running_mean && running_mean->defined() && running_var &&
-      running_var->defined()) {
-    at::Tensor mean = *running_mean;  // shares the storage it updates
-    at::Tensor var = *running_var;
-    return at::_native_batch_norm_legit(input, weight, bias, mean, var,
-                                        training, momentum, eps);
-  }
-  return at::_native_batch_norm_legit(input, weight, bias, training, momentum,
-                                      eps);
 }
 
 }  // namespace
@@ -126,13 +103,8 @@ void register_cpu_fallback() {
                  torch::CppFunction::makeFromBoxedFunction<&host_fallback>());
     }
   }
-  for (const char* name : kOverrideableOps) {
+  for (const char* name : kCompositesRefusingDevices) {
     aten->impl(name, fallback());
-  }
-  if (!zero_copy &&
-      !dispatcher.findSchemaOrThrow("aten::native_batch_norm", "")
-           .hasKernelForDispatchKey(c10::DispatchKey::PrivateUse1)) {
-    aten->impl("native_batch_norm", TORCH_FN(native_batch_norm_annotated));
   }
 }
 

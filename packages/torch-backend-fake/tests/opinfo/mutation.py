@@ -1,0 +1,357 @@
+"""Every argument an op mutates must end up as on CPU: in-place ops, out= variants,
+BatchNorm's running statistics, optimizers' foreach ops.
+
+Output comparisons (sweep.py) cannot see a mutated argument that was not
+written back. `MutationCheck` is a dispatch mode that sees each ATen op on its
+way to the device (after autograd and decompositions, as the backend sees it).
+For every op with device arguments (those whose schema writes one, `Tensor(a!)`,
+and the others: some CPU kernels write arguments their schema calls read-only),
+it snapshots every device argument to the host first, preserving which arguments share storage,
+runs the op on the device, replays it on the host snapshot, and compares every
+written argument's shape and values; arguments the op only reads must be left
+untouched, and a returned alias of a written argument must be that argument.
+Ops drawing random numbers are skipped (generators differ).
+
+Used by test_mutation.py and by `python mutation.py` for the full run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import warnings
+from collections import Counter
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+
+import torch
+from torch.testing._internal.common_methods_invocations import (
+    foreach_binary_op_db,
+    foreach_other_op_db,
+    foreach_pointwise_op_db,
+    foreach_reduce_op_db,
+    foreach_unary_op_db,
+    op_db,
+)
+from torch.utils._python_dispatch import TorchDispatchMode
+from torch.utils._pytree import tree_flatten, tree_map
+
+
+@dataclass
+class MutationReport:
+    """What a check saw: mutating ops compared, and each difference found."""
+
+    compared: dict[str, int] = field(default_factory=dict)
+    differences: list[str] = field(default_factory=list)
+
+
+def _is_device(value: object, device_type: str) -> bool:
+    return isinstance(value, torch.Tensor) and value.device.type == device_type
+
+
+class MutationCheck(TorchDispatchMode):
+    """Compares every argument a device op writes (or must not write) with the same op on the host."""
+
+    def __init__(self, device_type: str, report: MutationReport) -> None:
+        super().__init__()
+        self.device_type = device_type
+        self.report = report
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        schema = func._schema
+        # Every op, not only those whose schema writes: some CPU kernels write arguments
+        # their schema calls read-only (native_batch_norm's running statistics).
+        if torch.Tag.nondeterministic_seeded in func.tags:
+            return func(*args, **kwargs)
+        leaves = tree_flatten((args, kwargs))[0]
+        if not any(_is_device(x, self.device_type) for x in leaves):
+            return func(*args, **kwargs)
+        host_args, host_kwargs = _host_snapshot(args, kwargs, self.device_type)
+        result = func(*args, **kwargs)
+        expected = func(*host_args, **host_kwargs)
+        name = str(func)
+        self.report.compared[name] = self.report.compared.get(name, 0) + 1
+        for problem in _compare(schema, (args, kwargs), (host_args, host_kwargs), result, expected):
+            self.report.differences.append(f"{name}: {problem}")
+        return result
+
+
+def _host_snapshot(args: tuple, kwargs: dict, device_type: str) -> tuple[tuple, dict]:
+    """Host copies of the device tensors, sharing storage where the originals share it (aliases stay aliases)."""
+    storages: dict[int, torch.UntypedStorage] = {}
+
+    def copy(x: object) -> object:
+        if not _is_device(x, device_type):
+            return x
+        storage = x.untyped_storage()
+        key = storage._cdata  # the StorageImpl: empty storages all have data_ptr 0
+        if key not in storages:
+            storages[key] = storage.cpu()
+        host = torch.empty(0, dtype=x.dtype)
+        host.set_(storages[key], x.storage_offset(), x.size(), x.stride())
+        # Lazy conjugation and negation are flags on the view, not in the storage.
+        if x.is_conj():
+            host = host.conj()
+        if x.is_neg():
+            host = torch._neg_view(host)
+        return host
+
+    return tree_map(copy, (args, kwargs))
+
+
+def _bound_arguments(schema: torch.FunctionSchema, args: tuple, kwargs: dict) -> list[tuple[object, object]]:
+    """(schema argument, value) for each argument given."""
+    bound = []
+    for index, argument in enumerate(schema.arguments):
+        if argument.kwarg_only or index >= len(args):
+            if argument.name in kwargs:
+                bound.append((argument, kwargs[argument.name]))
+        else:
+            bound.append((argument, args[index]))
+    return bound
+
+
+def _tensors(value: object) -> list[torch.Tensor]:
+    return [t for t in tree_flatten(value)[0] if isinstance(t, torch.Tensor)]
+
+
+# Ops that leave (some of) what they write uninitialised: only shapes can be compared.
+UNINITIALISING = ("aten::resize", "aten::_resize_output", "aten::empty", "aten::new_empty")
+
+
+def _compare(schema, device_call, host_call, result, expected) -> Iterator[str]:
+    shapes_only = schema.name.startswith(UNINITIALISING)
+    device_bound = _bound_arguments(schema, *device_call)
+    host_bound = _bound_arguments(schema, *host_call)
+    written_storages = {
+        t.untyped_storage()._cdata
+        for argument, value in device_bound
+        if argument.alias_info is not None and argument.alias_info.is_write
+        for t in _tensors(value)
+    }
+    for (argument, device_value), (_, host_value) in zip(device_bound, host_bound, strict=True):
+        written = argument.alias_info is not None and argument.alias_info.is_write
+        for position, (actual, wanted) in enumerate(zip(_tensors(device_value), _tensors(host_value), strict=True)):
+            label = argument.name + (f"[{position}]" if isinstance(device_value, list | tuple) else "")
+            if not written and actual.untyped_storage()._cdata in written_storages:
+                continue  # aliases a written argument: may change with it
+            if actual.shape != wanted.shape:
+                yield f"{label}: shape {tuple(actual.shape)} after the op, {tuple(wanted.shape)} on CPU"
+                continue
+            if shapes_only:
+                continue
+            try:
+                resolved = (t.resolve_conj().resolve_neg() for t in (actual.cpu(), wanted))
+                torch.testing.assert_close(*resolved, equal_nan=True, check_device=False)
+            except AssertionError as error:
+                what = "written" if written else "not declared written"
+                yield f"{label} ({what}) differs from CPU: {str(error).splitlines()[-1][:160]}"
+    yield from _check_returned_aliases(schema, device_bound, result)
+
+
+def _check_returned_aliases(schema, device_bound, result) -> Iterator[str]:
+    returns = result if isinstance(result, tuple | list) else (result,)
+    for ret, value in zip(schema.returns, returns, strict=False):
+        if ret.alias_info is None or not ret.alias_info.is_write or not isinstance(value, torch.Tensor):
+            continue
+        for argument, argument_value in device_bound:
+            same_set = argument.alias_info is not None and argument.alias_info.before_set == ret.alias_info.before_set
+            if same_set and isinstance(argument_value, torch.Tensor) and argument_value is not value:
+                if (argument_value.data_ptr(), argument_value.shape) != (value.data_ptr(), value.shape):
+                    yield f"returns a tensor that is not its written argument {argument.name}"
+
+
+# --- what to run under the check ------------------------------------------------------------
+
+
+def _to(device: str, value: object) -> object:
+    """Tensors moved to `device`, and a factory's device= argument pointed at it."""
+
+    def move(x: object) -> object:
+        if isinstance(x, torch.Tensor):
+            return x.detach().to(device)
+        if isinstance(x, torch.device | str) and str(x) == "cpu":
+            return device
+        return x
+
+    return tree_map(move, value)
+
+
+def _empty_like_results(results: object, device: str, resized: bool) -> object:
+    # Resized: empty out= tensors the op must resize (and, on a discrete device, whose new
+    # storage must reach the caller's tensor).
+    return tree_map(lambda t: torch.empty(0 if resized else t.shape, dtype=t.dtype, device=device), results)
+
+
+def _runs_on_cpu(call: Callable[[str], object]) -> bool:
+    try:
+        call("cpu")
+    except Exception:
+        return False
+    return True
+
+
+def opinfo_cases(device: str) -> Iterator[tuple[str, Callable[[], object]]]:
+    """(name, call) for every OpInfo op with an in-place variant or out=, float32 samples valid on CPU."""
+    for op in op_db:
+        key = f"{op.name}.{op.variant_test_name}".rstrip(".")
+        if torch.float32 not in op.supported_dtypes("cpu"):
+            continue
+        try:
+            generated = list(op.sample_inputs("cpu", torch.float32))
+        except Exception:
+            continue
+        for sample in generated:
+            if op.inplace_variant is not None:
+
+                def in_place(on: str, variant=op.inplace_variant, s=sample) -> object:
+                    return variant(*_to(on, (s.input.clone(), *s.args)), **_to(on, s.kwargs))
+
+                if _runs_on_cpu(in_place):
+                    yield f"{key} (in-place)", lambda call=in_place: call(device)
+            if op.supports_out:
+                try:
+                    results = op(sample.input, *sample.args, **sample.kwargs)
+                except Exception:
+                    continue
+                if not all(isinstance(t, torch.Tensor) for t in tree_flatten(results)[0]):
+                    continue
+                for resized in (False, True):
+
+                    def out_variant(on: str, op=op, s=sample, r=results, resized=resized) -> object:
+                        out = _empty_like_results(r, on, resized)
+                        return op(*_to(on, (s.input, *s.args)), **_to(on, s.kwargs), out=out)
+
+                    if _runs_on_cpu(out_variant):
+                        yield f"{key} (out={'resized' if resized else 'sized'})", lambda call=out_variant: call(device)
+
+
+FOREACH_OPS = (
+    foreach_unary_op_db + foreach_binary_op_db + foreach_pointwise_op_db + foreach_reduce_op_db + foreach_other_op_db
+)
+
+
+def foreach_cases(device: str) -> Iterator[tuple[str, Callable[[], object]]]:
+    """Tensor-list ops (optimizers' foreach path): every list element written must match CPU."""
+    for op in FOREACH_OPS:
+        if op.inplace_variant is None or torch.float32 not in op.supported_dtypes("cpu"):
+            continue
+        for sample in op.sample_inputs("cpu", torch.float32, num_input_tensors=[3]):
+
+            def in_place(on: str, variant=op.inplace_variant, s=sample) -> object:
+                inputs = [t.clone() for t in s.input]
+                return variant(*_to(on, (inputs, *s.args)), **_to(on, s.kwargs))
+
+            if _runs_on_cpu(in_place):
+                yield f"{op.name} (in-place)", lambda call=in_place: call(device)
+
+
+def alias_cases(device: str) -> Iterator[tuple[str, Callable[[], object]]]:
+    """Written arguments that share storage with other arguments, and written views."""
+
+    def make(rows: int = 4) -> torch.Tensor:
+        return torch.arange(rows * 6, dtype=torch.float32).reshape(rows, 6).div(7).to(device)
+
+    yield "x.add_(x)", lambda: (lambda x: x.add_(x))(make())
+    yield "add(x, x, out=x)", lambda: (lambda x: torch.add(x, x, out=x))(make())
+    yield "addcmul_(x, x, x)", lambda: (lambda x: x.addcmul_(x, x, value=0.5))(make())
+    yield "even rows *= odd rows", lambda: (lambda x: x[::2].mul_(x[1::2]))(make())
+    yield "transposed view out=", lambda: (lambda x: torch.mm(make(6)[:4], make(6)[:, :4], out=x.t()[:4]))(make(6))
+    yield "column written in place", lambda: (lambda x: x[:, 2].exp_())(make())
+    yield "out= aliasing its input", lambda: (lambda x: torch.cumsum(x, 1, out=x))(make())
+
+    def batch_norm_functional() -> torch.Tensor:
+        mean, var = torch.zeros(3, device=device), torch.ones(3, device=device)
+        x = torch.randn(4, 3, 5, generator=torch.Generator().manual_seed(0)).to(device)
+        return torch.nn.functional.batch_norm(x, mean, var, training=True, momentum=0.3)
+
+    yield "F.batch_norm with running statistics", batch_norm_functional
+
+
+def workload_cases(device: str) -> Iterator[tuple[str, Callable[[], object]]]:
+    """BatchNorm in training mode and optimizer steps, whose state lives in mutated arguments."""
+    for norm, shape in (
+        (torch.nn.BatchNorm1d, (8, 3)),
+        (torch.nn.BatchNorm2d, (4, 3, 5, 5)),
+        (torch.nn.BatchNorm3d, (2, 3, 2, 3, 3)),
+    ):
+        for momentum in (0.1, None):
+
+            def batch_norm(norm=norm, shape=shape, momentum=momentum):
+                torch.manual_seed(0)
+                module = norm(3, momentum=momentum).to(device)
+                for _ in range(3):
+                    module(torch.randn(shape).to(device))
+                return module
+
+            yield f"{norm.__name__}(momentum={momentum}) training", batch_norm
+    for name, make in _OPTIMIZERS.items():
+        for foreach in (False, True):
+
+            def step(make=make, foreach=foreach):
+                torch.manual_seed(0)
+                model = torch.nn.Sequential(torch.nn.Linear(4, 6), torch.nn.Tanh(), torch.nn.Linear(6, 2)).to(device)
+                optimizer = make(model.parameters(), foreach=foreach)
+                for _ in range(3):
+                    optimizer.zero_grad()
+                    model(torch.randn(5, 4).to(device)).square().sum().backward()
+                    optimizer.step()
+                return model
+
+            yield f"{name}(foreach={foreach})", step
+
+
+_OPTIMIZERS: dict[str, Callable[..., torch.optim.Optimizer]] = {
+    "SGD": lambda p, **kw: torch.optim.SGD(p, lr=0.1, momentum=0.9, nesterov=True, weight_decay=0.01, **kw),
+    "Adam": lambda p, **kw: torch.optim.Adam(p, lr=0.01, amsgrad=True, **kw),
+    "AdamW": lambda p, **kw: torch.optim.AdamW(p, lr=0.01, **kw),
+    "RMSprop": lambda p, **kw: torch.optim.RMSprop(p, lr=0.01, momentum=0.5, centered=True, **kw),
+    "Adagrad": lambda p, **kw: torch.optim.Adagrad(p, lr=0.1, **kw),
+}
+
+
+def all_cases(device: str) -> Iterator[tuple[str, Callable[[], object]]]:
+    yield from workload_cases(device)
+    yield from alias_cases(device)
+    yield from foreach_cases(device)
+    yield from opinfo_cases(device)
+
+
+def run(cases: Iterator[tuple[str, Callable[[], object]]], device_type: str, trace: bool = False) -> MutationReport:
+    """Runs each case under MutationCheck; a case the device rejects counts as a difference too."""
+    report = MutationReport()
+    warnings.filterwarnings("ignore")
+    for name, call in cases:
+        before = len(report.differences)
+        if trace:
+            print(f"running {name}", file=sys.stderr, flush=True)
+        try:
+            with MutationCheck(device_type, report):
+                call()
+        except Exception as error:
+            report.differences.append(f"raised {type(error).__name__}: {str(error).splitlines()[0][:160]}")
+        for index in range(before, len(report.differences)):
+            report.differences[index] = f"{name}: {report.differences[index]}"
+    return report
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--device", default="fake")
+    parser.add_argument("--trace", action="store_true", help="print each case before running it (find crashes)")
+    args = parser.parse_args()
+    warnings.filterwarnings("ignore")
+    cases = [*all_cases(args.device)]
+    report = run(iter(cases), args.device, args.trace)
+    print(
+        f"mutated arguments: {sum(report.compared.values())} calls of {len(report.compared)} ops "
+        f"compared with CPU over {len(cases)} cases; {len(report.differences)} differences"
+    )
+    for line, count in Counter(report.differences).most_common(50):
+        print(f"  {count:>4} x {line}")
+    return 1 if report.differences else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
