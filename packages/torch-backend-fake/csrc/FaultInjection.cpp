@@ -30,16 +30,15 @@ const std::pair<const char*, Operation> kNames[] = {
     {"synchronize_device", Operation::SynchronizeDevice},
 };
 
+// One operation by its exact name, or a whole group ("stream", "event").
 std::vector<Operation> operations_named(const std::string& name) {
+  const bool group = name == "stream" || name == "event";
   std::vector<Operation> found;
   for (const auto& [text, operation] : kNames) {
     const std::string candidate = text;
-    if (candidate == name || candidate.rfind(name + "_", 0) == 0) {
-      found.push_back(operation);  // "stream" / "event": the whole group
+    if (group ? candidate.rfind(name + "_", 0) == 0 : candidate == name) {
+      found.push_back(operation);
     }
-  }
-  if (name != "stream" && name != "event" && found.size() > 1) {
-    found.resize(1);  // "memcpy" is not "memcpy_async"
   }
   return found;
 }

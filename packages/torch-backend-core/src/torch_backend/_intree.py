@@ -32,8 +32,8 @@ class InTreeAccelerator:
 def in_tree_accelerator() -> InTreeAccelerator | None:
     """The accelerator this torch was built with; None for a CPU-only build.
 
-    Answers before any backend registers PrivateUse1 (it then takes over
-    ``torch.accelerator``), so the first call comes from discovery.
+    Cached from the first call, which autoload or activation makes before a
+    backend registers PrivateUse1 (a registered one takes over ``torch.accelerator``).
     """
     import torch
 

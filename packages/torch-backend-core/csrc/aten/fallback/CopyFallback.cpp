@@ -3,6 +3,7 @@
 // and copies results and mutated arguments back. Random ops draw from the
 // device's generator, as in the zero-copy fallback.
 #include <ATen/native/CPUFallback.h>
+#include <c10/util/Exception.h>
 #include <c10/util/SmallVector.h>
 
 #include <string_view>
@@ -39,10 +40,10 @@ c10::Device op_device(const c10::FunctionSchema& schema,
 // these are staged here: a host copy goes in, and its values come back.
 struct UndeclaredWrite {
   std::string_view op;  // "aten::native_batch_norm" (any overload)
-  size_t arguments[2];
+  const char* arguments[2];
 };
 constexpr UndeclaredWrite kUndeclaredWrites[] = {
-    {"aten::native_batch_norm", {3, 4}},  // running_mean, running_var
+    {"aten::native_batch_norm", {"running_mean", "running_var"}},
 };
 
 struct StagedArgument {
@@ -58,8 +59,10 @@ c10::SmallVector<StagedArgument, 2> stage_undeclared_writes(
     if (op.operator_name().name != entry.op) {
       continue;
     }
-    for (size_t index : entry.arguments) {
-      c10::IValue& slot = stack[first + index];
+    for (const char* name : entry.arguments) {
+      const auto index = op.schema().argumentIndexWithName(name);
+      TORCH_INTERNAL_ASSERT(index.has_value(), entry.op, " has no ", name);
+      c10::IValue& slot = stack[first + *index];
       if (slot.isTensor() && on_device(slot.toTensor())) {
         at::Tensor device = slot.toTensor();
         at::Tensor host = device.cpu();
