@@ -15,6 +15,11 @@
 //                                    take (copy fallback, staged copies)
 //   TORCH_BACKEND_FAKE_FAULTS        runtime calls that fail, for testing
 //                                    error paths (FaultInjection.h)
+//
+// A kernel that fails on a stream's worker (fake's kernels call ATen's CPU
+// kernels, which may throw) fails asynchronously, as a CUDA kernel does: the
+// error is kept and reported by the next call that synchronises with the
+// device (stream, event or device synchronize, a blocking copy), once.
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -25,6 +30,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <stdexcept>
 #include <string>
 #include <thread>
 #include <unordered_map>
@@ -59,7 +65,50 @@ enum FakeStatus : Status {
   kInvalidValue = 4,
   kNotReady = 5,
   kNoTiming = 6,
+  // 7, 8: FaultInjection.h
+  kKernelFailed = 9,
 };
+
+// The first kernel failure not yet reported, from any stream.
+class KernelFailures {
+ public:
+  void record(std::string what) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (!pending_) {
+      message_ = std::move(what);
+      pending_ = true;
+    }
+  }
+
+  // kKernelFailed (once per failure) with its message kept for error_text on
+  // this thread; kSuccess when none is pending.
+  Status take() {
+    if (!pending_.load(std::memory_order_acquire)) {
+      return kSuccess;
+    }
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (!pending_) {
+      return kSuccess;
+    }
+    pending_ = false;
+    reported_ = std::move(message_);
+    return kKernelFailed;
+  }
+
+  static thread_local std::string reported_;
+
+ private:
+  std::mutex mutex_;
+  std::atomic<bool> pending_{false};
+  std::string message_;
+};
+
+thread_local std::string KernelFailures::reported_;
+
+KernelFailures& kernel_failures() {
+  static KernelFailures* failures = new KernelFailures;  // outlives workers
+  return *failures;
+}
 
 constexpr std::size_t kAlignment = 64;
 
@@ -165,10 +214,22 @@ class Stream {
         continue;
       }
       lock.unlock();
-      item.work();
+      run_kernel(item.work);
       lock.lock();
       ++completed_;
       work_done_.notify_all();
+    }
+  }
+
+  // A failing kernel must not end the worker (std::terminate): its error is
+  // kept for the next synchronising call, and later work still runs.
+  static void run_kernel(const std::function<void()>& work) {
+    try {
+      work();
+    } catch (const std::exception& error) {
+      kernel_failures().record(error.what());
+    } catch (...) {
+      kernel_failures().record("unknown exception");
     }
   }
 
@@ -247,7 +308,7 @@ class FakeRuntime final : public torch_backend::DeviceRuntime {
   Status synchronize_device() override {
     FAKE_FAULT_POINT(Operation::SynchronizeDevice, current_device_);
     drain_current_device();
-    return kSuccess;
+    return kernel_failures().take();
   }
 
   Status device_properties(int device, DeviceProperties* props) override {
@@ -327,7 +388,7 @@ class FakeRuntime final : public torch_backend::DeviceRuntime {
     FAKE_FAULT_POINT(Operation::Memcpy, current_device_);
     drain_current_device();
     copy_memory(dst, src, bytes);
-    return kSuccess;
+    return kernel_failures().take();
   }
 
   Status memcpy_async(void* dst, const void* src, std::size_t bytes,
@@ -376,7 +437,7 @@ class FakeRuntime final : public torch_backend::DeviceRuntime {
   Status stream_synchronize(StreamHandle stream) override {
     FAKE_FAULT_POINT(Operation::StreamSynchronize, resolve(stream)->device);
     resolve(stream)->synchronize();
-    return kSuccess;
+    return kernel_failures().take();
   }
 
   Status stream_wait_event(StreamHandle stream, EventHandle event) override {
@@ -441,7 +502,7 @@ class FakeRuntime final : public torch_backend::DeviceRuntime {
       generation = e.recorded;
     }
     e.wait_for(generation);
-    return kSuccess;
+    return kernel_failures().take();
   }
 
   Status event_elapsed_time(float* ms, EventHandle start,
@@ -480,6 +541,8 @@ class FakeRuntime final : public torch_backend::DeviceRuntime {
       case fake::kInjectedFault:
         return "injected fault (TORCH_BACKEND_FAKE_FAULTS or "
                "torch_backend_fake.faults)";
+      case kKernelFailed:
+        return "a kernel failed on the device: " + KernelFailures::reported_;
       case fake::kDeviceLost:
         return "device lost (injected by "
                "torch_backend_fake.faults.lose_device)";
@@ -507,8 +570,18 @@ class FakeRuntime final : public torch_backend::DeviceRuntime {
   }
 
  public:
-  void enqueue(StreamHandle stream, std::function<void()> work) {
-    resolve(stream)->enqueue(std::move(work));
+  // A kernel launch; an injected "kernel" fault makes the kernel fail on
+  // the stream instead of running, as a faulting device kernel would.
+  void enqueue_kernel(StreamHandle stream, std::function<void()> work) {
+    Stream* target = resolve(stream);
+    if (fake::faults().check(Operation::Kernel, target->device) != 0) {
+      work = [] {
+        throw std::runtime_error(
+            "injected fault (TORCH_BACKEND_FAKE_FAULTS or "
+            "torch_backend_fake.faults)");
+      };
+    }
+    target->enqueue(std::move(work));
   }
 
  private:
@@ -574,5 +647,5 @@ void fake_enqueue(torch_backend::StreamHandle stream,
                   std::function<void()> work) {
   int abi = 0;
   static_cast<FakeRuntime*>(torch_backend_device_runtime(&abi))
-      ->enqueue(stream, std::move(work));
+      ->enqueue_kernel(stream, std::move(work));
 }

@@ -28,6 +28,7 @@ const std::pair<const char*, Operation> kNames[] = {
     {"event_query", Operation::EventQuery},
     {"event_synchronize", Operation::EventSynchronize},
     {"synchronize_device", Operation::SynchronizeDevice},
+    {"kernel", Operation::Kernel},
 };
 
 // One operation by its exact name, or a whole group ("stream", "event").

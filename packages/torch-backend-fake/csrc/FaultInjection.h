@@ -8,8 +8,10 @@
 // after it (default 1: a transient fault). Operations are the runtime's method
 // names (malloc, host_malloc, memcpy, memcpy_async, memset, stream_create,
 // stream_query, stream_synchronize, stream_wait_event, event_create,
-// event_record, event_query, event_synchronize, synchronize_device), or
-// "stream" / "event" for every call of that group. A lost device fails every
+// event_record, event_query, event_synchronize, synchronize_device), "kernel"
+// (a kernel launch: the kernel fails later, on its stream, and the next
+// synchronising call reports it), or "stream" / "event" for every call of
+// that group. A lost device fails every
 // call that would run on it until the process ends; releasing memory and
 // destroying streams and events keeps working, so teardown does.
 #pragma once
@@ -37,6 +39,7 @@ enum class Operation {
   EventQuery,
   EventSynchronize,
   SynchronizeDevice,
+  Kernel,  // a kernel launch: the kernel fails on its stream, asynchronously
 };
 
 // Statuses a fault returns (fake's own codes continue FakeStatus).

@@ -27,6 +27,7 @@ OPERATIONS = (
     "event_query",
     "event_synchronize",
     "synchronize_device",
+    "kernel",  # a kernel launch: fails on its stream; the next synchronising call reports it
     "stream",  # every stream_* call
     "event",  # every event_* call
 )

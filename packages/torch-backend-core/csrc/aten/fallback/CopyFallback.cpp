@@ -16,24 +16,6 @@
 namespace torch_backend {
 namespace {
 
-// The device of the op's first device tensor or device argument.
-c10::Device op_device(const c10::FunctionSchema& schema,
-                      const torch::jit::Stack& stack) {
-  const size_t first = stack.size() - schema.arguments().size();
-  for (size_t i = first; i < stack.size(); ++i) {
-    const c10::IValue& v = stack[i];
-    if (v.isTensor() && on_device(v.toTensor())) {
-      return v.toTensor().device();
-    }
-    if (v.isDevice() && v.toDevice().type() == c10::DeviceType::PrivateUse1 &&
-        v.toDevice().has_index()) {
-      return v.toDevice();
-    }
-  }
-  return {c10::DeviceType::PrivateUse1,
-          static_cast<c10::DeviceIndex>(current_device())};
-}
-
 // Arguments CPU kernels write although the op's schema does not mark them
 // mutable: native_batch_norm (and its out= form) update the running
 // statistics in place. cpu_fallback copies back only annotated arguments, so
@@ -79,7 +61,7 @@ c10::SmallVector<StagedArgument, 2> stage_undeclared_writes(
 void copy_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
   apply_fallback_policy(op);
   const c10::FunctionSchema& schema = op.schema();
-  auto generator = bridge_generator(schema, stack, op_device(schema, *stack));
+  auto generator = bridge_generator(schema, stack, op_device(op, *stack));
   auto staged = stage_undeclared_writes(op, *stack);
   at::native::cpu_fallback(op, stack);
   for (StagedArgument& argument : staged) {

@@ -5,6 +5,8 @@
 #include <ATen/core/stack.h>
 #include <torch/library.h>
 
+#include "../DeviceCheck.h"
+
 #include <optional>
 #include <string>
 
@@ -62,55 +64,30 @@ using AdoptedStorages =
 at::Tensor adopt_routed_storage(const at::Tensor& cpu, c10::Device device,
                                 AdoptedStorages& adopted);
 
-inline bool on_device(const at::Tensor& t) {
-  return t.defined() && t.device().type() == c10::DeviceType::PrivateUse1;
+// Calls `fn` on each tensor of an argument (a tensor, a tensor list or a
+// list of optional tensors).
+template <typename Fn>
+void for_each_tensor(const c10::IValue& value, Fn&& fn) {
+  if (value.isTensor()) {
+    fn(value.toTensor());
+  } else if (value.isTensorList()) {
+    for (const at::Tensor& t : value.toTensorVector()) {
+      fn(t);
+    }
+  } else if (value.isList()) {
+    for (const c10::IValue& item : value.toListRef()) {
+      if (item.isTensor()) {
+        fn(item.toTensor());
+      }
+    }
+  }
 }
 
-// CUDA's rule: one device per op, except CPU scalars (and CPU indices for
-// indexing ops, which CUDA kernels accept too). `op` null: no such exception.
-class DeviceCheck {
- public:
-  explicit DeviceCheck(const c10::OperatorHandle* op) : op_(op) {}
-
-  void see(const at::Tensor& t) {
-    if (!t.defined()) {
-      return;
-    }
-    if (on_device(t)) {
-      if (!device_) {
-        device_ = t.device();
-      } else if (*device_ != t.device()) {
-        fail(*device_, t.device());
-      }
-    } else if (t.is_cpu() && t.dim() > 0 && !allows_cpu_tensors()) {
-      cpu_seen_ = true;
-    }
-  }
-
-  std::optional<c10::Device> device() const {
-    if (device_ && cpu_seen_) {
-      fail(*device_, c10::Device(c10::DeviceType::CPU));
-    }
-    return device_;
-  }
-
- private:
-  [[noreturn]] static void fail(c10::Device a, c10::Device b) {
-    TORCH_CHECK(false,
-                "Expected all tensors to be on the same device, but found at "
-                "least two devices, ",
-                a, " and ", b, "!");
-  }
-
-  bool allows_cpu_tensors() const {  // asked only when a CPU tensor shows up
-    return op_ != nullptr &&
-           op_->schema().name().find("index") != std::string::npos;
-  }
-
-  const c10::OperatorHandle* op_;
-  bool cpu_seen_ = false;
-  std::optional<c10::Device> device_;
-};
+// The device a boxed call runs on: its device tensors' one device (CUDA's
+// rule, checked: a clear error for tensors of two devices), else its device
+// argument, else the current device.
+c10::Device op_device(const c10::OperatorHandle& op,
+                      const torch::jit::Stack& stack);
 
 // A CPU kernel's result as a device tensor: a view of an aliased input, an
 // adopted routed allocation, or (a kernel returning other CPU memory) a copy.

@@ -19,23 +19,6 @@ namespace {
 
 using c10::IValue;
 
-template <typename Fn>
-void for_each_tensor(const IValue& value, Fn&& fn) {
-  if (value.isTensor()) {
-    fn(value.toTensor());
-  } else if (value.isTensorList()) {
-    for (const at::Tensor& t : value.toTensorVector()) {
-      fn(t);
-    }
-  } else if (value.isList()) {
-    for (const IValue& item : value.toListRef()) {
-      if (item.isTensor()) {
-        fn(item.toTensor());
-      }
-    }
-  }
-}
-
 IValue alias_value(const IValue& value) {
   if (value.isTensor()) {
     const at::Tensor& t = value.toTensor();
@@ -143,27 +126,9 @@ void host_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
   const size_t num_args = schema.arguments().size();
   const size_t first = stack->size() - num_args;
 
-  DeviceCheck check(&op);
-  for (size_t i = first; i < stack->size(); ++i) {
-    for_each_tensor((*stack)[i], [&](const at::Tensor& t) { check.see(t); });
-  }
-  std::optional<c10::Device> device = check.device();
-  if (!device) {
-    for (size_t i = first; i < stack->size(); ++i) {
-      const IValue& v = (*stack)[i];
-      if (v.isDevice() && v.toDevice().type() == c10::DeviceType::PrivateUse1) {
-        device = v.toDevice();
-      }
-    }
-  }
-  if (!device) {
-    device = c10::Device(c10::DeviceType::PrivateUse1);
-  }
-  if (!device->has_index()) {
-    device->set_index(static_cast<c10::DeviceIndex>(current_device()));
-  }
-  c10::DeviceGuard guard(*device);
-  wait_for_host_access(*device);
+  const c10::Device device = op_device(op, *stack);
+  c10::DeviceGuard guard(device);
+  wait_for_host_access(device);
   RoutedAllocationScope routed_scope;
 
   // Arguments the op writes (in-place, out=): the caller's tensors, kept to
@@ -179,7 +144,7 @@ void host_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
     const c10::Argument& arg = schema.arguments()[i];
     IValue& slot = (*stack)[first + i];
     if (is_generator_arg(arg)) {
-      generator.emplace(slot, *device);
+      generator.emplace(slot, device);
       slot = generator->cpu();
     } else if (arg.alias_info() != nullptr) {
       IValue original = slot;
@@ -190,7 +155,7 @@ void host_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
     }
   }
   {
-    RouteCpuAllocations route(device->index());
+    RouteCpuAllocations route(device.index());
     op.redispatchBoxed(c10::DispatchKeySet(c10::DispatchKey::CPU), stack);
   }
   if (generator) {
@@ -227,7 +192,7 @@ void host_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
     if (caller != nullptr) {
       slot = caller->original;  // in-place and out=: the caller's own tensor
     } else {
-      slot = value_to_device(slot, *device, adopted);
+      slot = value_to_device(slot, device, adopted);
     }
   }
 }

@@ -35,15 +35,12 @@ at::Tensor host_arg(const at::Tensor& t) {
 }
 const at::Scalar& host_arg(const at::Scalar& s) { return s; }
 
-void see(DeviceCheck& check, const at::Tensor& t) { check.see(t); }
-void see(DeviceCheck&, const at::Scalar&) {}
-
 // The op's device (CUDA's one-device rule checked), made current and with
 // its stream's earlier work finished, as host_fallback does.
 template <class... Args>
 c10::Device device_of(const Args&... args) {
-  DeviceCheck check(nullptr);
-  (see(check, args), ...);
+  DeviceCheck check(false);
+  (check.see_argument(args), ...);
   std::optional<c10::Device> device = check.device();
   return device ? *device
                 : c10::Device(c10::DeviceType::PrivateUse1,

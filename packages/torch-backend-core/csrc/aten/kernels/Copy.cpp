@@ -83,8 +83,8 @@ std::vector<std::string> register_copy_kernels(torch::Library& aten) {
   if (elementwise_kernel("copy") == nullptr) {
     return {};
   }
-  aten.impl("cat", TORCH_FN(cat));
-  aten.impl("cat.out", TORCH_FN(cat_out));
+  register_kernel(aten, "cat", TORCH_FN(cat));
+  register_kernel(aten, "cat.out", TORCH_FN(cat_out));
   return {"cat", "cat.out"};
 }
 

@@ -307,8 +307,8 @@ std::vector<std::string> register_index_kernels(torch::Library& aten) {
   if (index_kernel("index_select") != nullptr) {
     index_select_op = find_op("index_select");
     index_select_out_op = find_op("index_select.out");
-    aten.impl("index_select", TORCH_FN(index_select));
-    aten.impl("index_select.out", TORCH_FN(index_select_out));
+    register_kernel(aten, "index_select", TORCH_FN(index_select));
+    register_kernel(aten, "index_select.out", TORCH_FN(index_select_out));
     registered.insert(registered.end(), {"index_select", "index_select.out"});
   }
   if (index_kernel("index_add") != nullptr) {
@@ -316,10 +316,11 @@ std::vector<std::string> register_index_kernels(torch::Library& aten) {
     index_add_out_op = find_op("index_add.out");
     index_add_inplace_op = find_op("index_add_");
     embedding_backward_op = find_op("embedding_dense_backward");
-    aten.impl("index_add", TORCH_FN(index_add));
-    aten.impl("index_add.out", TORCH_FN(index_add_out));
-    aten.impl("index_add_", TORCH_FN(index_add_));
-    aten.impl("embedding_dense_backward", TORCH_FN(embedding_dense_backward));
+    register_kernel(aten, "index_add", TORCH_FN(index_add));
+    register_kernel(aten, "index_add.out", TORCH_FN(index_add_out));
+    register_kernel(aten, "index_add_", TORCH_FN(index_add_));
+    register_kernel(aten, "embedding_dense_backward",
+                    TORCH_FN(embedding_dense_backward));
     registered.insert(registered.end(),
                       {"index_add", "index_add.out", "index_add_",
                        "embedding_dense_backward"});
@@ -327,17 +328,17 @@ std::vector<std::string> register_index_kernels(torch::Library& aten) {
   if (index_kernel("gather") != nullptr) {
     gather_op = find_op("gather");
     gather_out_op = find_op("gather.out");
-    aten.impl("gather", TORCH_FN(gather));
-    aten.impl("gather.out", TORCH_FN(gather_out));
+    register_kernel(aten, "gather", TORCH_FN(gather));
+    register_kernel(aten, "gather.out", TORCH_FN(gather_out));
     registered.insert(registered.end(), {"gather", "gather.out"});
   }
   if (index_kernel("scatter_add") != nullptr) {
     scatter_add_op = find_op("scatter_add");
     scatter_add_out_op = find_op("scatter_add.out");
     scatter_add_inplace_op = find_op("scatter_add_");
-    aten.impl("scatter_add", TORCH_FN(scatter_add));
-    aten.impl("scatter_add.out", TORCH_FN(scatter_add_out));
-    aten.impl("scatter_add_", TORCH_FN(scatter_add_));
+    register_kernel(aten, "scatter_add", TORCH_FN(scatter_add));
+    register_kernel(aten, "scatter_add.out", TORCH_FN(scatter_add_out));
+    register_kernel(aten, "scatter_add_", TORCH_FN(scatter_add_));
     registered.insert(registered.end(),
                       {"scatter_add", "scatter_add.out", "scatter_add_"});
   }

@@ -11,9 +11,12 @@
 
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <torch_backend/DeviceKernels.h>
+
+#include "../DeviceCheck.h"
 
 namespace torch_backend {
 
@@ -44,13 +47,41 @@ c10::OperatorHandle find_op(const char* qualified);  // "add.Tensor"
 // The same for an op table's optional overload (nullptr: none).
 std::optional<c10::OperatorHandle> find_optional_op(const char* qualified);
 
+// A device kernel behind CUDA's one-device rule: `fake:0 @ fake:1`, or a
+// CPU tensor beside device ones, is a clear error before the kernel sees a
+// pointer of another device (or of host memory) it cannot read.
+template <class FuncType, FuncType* Kernel, bool CpuIndices>
+struct DeviceChecked;
+template <class Ret, class... Args, Ret (*Kernel)(Args...), bool CpuIndices>
+struct DeviceChecked<Ret(Args...), Kernel, CpuIndices> {
+  static Ret call(Args... args) {
+    DeviceCheck check(CpuIndices);
+    (check.see_argument(args), ...);
+    check.device();
+    return Kernel(std::forward<Args>(args)...);
+  }
+};
+
+// Registers a device kernel for the overload `qualified`, device-checked.
+template <class FuncType, FuncType* Kernel>
+void register_kernel(torch::Library& aten, const char* qualified,
+                     c10::CompileTimeFunctionPointer<FuncType, Kernel>) {
+  if (takes_cpu_indices(qualified)) {
+    aten.impl(qualified,
+              TORCH_FN((DeviceChecked<FuncType, Kernel, true>::call)));
+  } else {
+    aten.impl(qualified,
+              TORCH_FN((DeviceChecked<FuncType, Kernel, false>::call)));
+  }
+}
+
 // Registers `fn` for the overload `qualified` unless it is nullptr (a row
 // without that overload), recording it in `registered`.
 template <class Fn>
 void impl_if_listed(torch::Library& aten, std::vector<std::string>& registered,
                     const char* qualified, Fn fn) {
   if (qualified != nullptr) {
-    aten.impl(qualified, fn);
+    register_kernel(aten, qualified, fn);
     registered.emplace_back(qualified);
   }
 }

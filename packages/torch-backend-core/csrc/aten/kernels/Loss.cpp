@@ -175,10 +175,10 @@ std::vector<std::string> register_loss_kernels(torch::Library& aten) {
   forward_out_op = find_op("nll_loss_forward.output");
   backward_op = find_op("nll_loss_backward");
   backward_out_op = find_op("nll_loss_backward.grad_input");
-  aten.impl("nll_loss_forward", TORCH_FN(forward));
-  aten.impl("nll_loss_forward.output", TORCH_FN(forward_out));
-  aten.impl("nll_loss_backward", TORCH_FN(backward));
-  aten.impl("nll_loss_backward.grad_input", TORCH_FN(backward_out));
+  register_kernel(aten, "nll_loss_forward", TORCH_FN(forward));
+  register_kernel(aten, "nll_loss_forward.output", TORCH_FN(forward_out));
+  register_kernel(aten, "nll_loss_backward", TORCH_FN(backward));
+  register_kernel(aten, "nll_loss_backward.grad_input", TORCH_FN(backward_out));
   return {"nll_loss_forward", "nll_loss_forward.output", "nll_loss_backward",
           "nll_loss_backward.grad_input"};
 }

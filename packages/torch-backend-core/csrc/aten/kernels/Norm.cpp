@@ -296,16 +296,17 @@ std::vector<std::string> register_norm_kernels(torch::Library& aten) {
   if (layer_norm_kernel() != nullptr) {
     forward_op = find_op("native_layer_norm");
     backward_op = find_op("native_layer_norm_backward");
-    aten.impl("native_layer_norm", TORCH_FN(forward));
-    aten.impl("native_layer_norm_backward", TORCH_FN(backward));
+    register_kernel(aten, "native_layer_norm", TORCH_FN(forward));
+    register_kernel(aten, "native_layer_norm_backward", TORCH_FN(backward));
     registered.insert(registered.end(),
                       {"native_layer_norm", "native_layer_norm_backward"});
   }
   if (batch_norm_kernel() != nullptr) {
     batch_forward_op = find_op("native_batch_norm");
     batch_backward_op = find_op("native_batch_norm_backward");
-    aten.impl("native_batch_norm", TORCH_FN(batch_forward));
-    aten.impl("native_batch_norm_backward", TORCH_FN(batch_backward));
+    register_kernel(aten, "native_batch_norm", TORCH_FN(batch_forward));
+    register_kernel(aten, "native_batch_norm_backward",
+                    TORCH_FN(batch_backward));
     registered.insert(registered.end(),
                       {"native_batch_norm", "native_batch_norm_backward"});
   }

@@ -69,9 +69,9 @@ std::vector<std::string> register_random_kernels(torch::Library& aten) {
     return {};
   }
   dropout_op = find_op("native_dropout");
-  aten.impl("native_dropout", TORCH_FN(native_dropout));
-  aten.impl("native_dropout_backward",
-            TORCH_FN(at::native::native_dropout_backward));
+  register_kernel(aten, "native_dropout", TORCH_FN(native_dropout));
+  register_kernel(aten, "native_dropout_backward",
+                  TORCH_FN(at::native::native_dropout_backward));
   return {"native_dropout", "native_dropout_backward"};
 }
 

@@ -192,10 +192,12 @@ struct ArgReduction {
                                   "arg" + name, "arg" + name + ".out"}) {
       names.push_back(op);
     }
-    aten.impl((name + ".dim").c_str(), TORCH_FN(with_values));
-    aten.impl((name + "." + out_name).c_str(), TORCH_FN(with_values_out));
-    aten.impl(("arg" + name).c_str(), TORCH_FN(index_only));
-    aten.impl(("arg" + name + ".out").c_str(), TORCH_FN(index_only_out));
+    register_kernel(aten, (name + ".dim").c_str(), TORCH_FN(with_values));
+    register_kernel(aten, (name + "." + out_name).c_str(),
+                    TORCH_FN(with_values_out));
+    register_kernel(aten, ("arg" + name).c_str(), TORCH_FN(index_only));
+    register_kernel(aten, ("arg" + name + ".out").c_str(),
+                    TORCH_FN(index_only_out));
   }
 };
 
@@ -334,8 +336,9 @@ std::vector<std::string> register_reduction_kernels(torch::Library& aten) {
   if (ReductionKernel kernel = reduction_kernel(#id)) {                      \
     using Impl = Wrappers<Meta, decltype(&Meta::meta)>;                      \
     id##_op = {kernel, find_op(fn_name), find_op(out_name), empty};          \
-    aten.impl(fn_name, TORCH_FN(Impl::template functional<&id##_op>));       \
-    aten.impl(out_name, TORCH_FN(Impl::template out<&id##_op>));             \
+    register_kernel(aten, fn_name,                                           \
+                    TORCH_FN(Impl::template functional<&id##_op>));          \
+    register_kernel(aten, out_name, TORCH_FN(Impl::template out<&id##_op>)); \
     registered.insert(registered.end(), {fn_name, out_name});                \
   }
   TORCH_BACKEND_REDUCTION_OPS(TORCH_BACKEND_REGISTER_REDUCTION)
@@ -345,12 +348,16 @@ std::vector<std::string> register_reduction_kernels(torch::Library& aten) {
         find_op("var.correction"),      find_op("var.correction_out"),
         find_op("var_mean.correction"), find_op("std.correction"),
         find_op("std.correction_out"),  find_op("std_mean.correction")};
-    aten.impl("var.correction", TORCH_FN(Variance<false>::functional));
-    aten.impl("var.correction_out", TORCH_FN(Variance<false>::out));
-    aten.impl("var_mean.correction", TORCH_FN(Variance<false>::with_mean));
-    aten.impl("std.correction", TORCH_FN(Variance<true>::functional));
-    aten.impl("std.correction_out", TORCH_FN(Variance<true>::out));
-    aten.impl("std_mean.correction", TORCH_FN(Variance<true>::with_mean));
+    register_kernel(aten, "var.correction",
+                    TORCH_FN(Variance<false>::functional));
+    register_kernel(aten, "var.correction_out", TORCH_FN(Variance<false>::out));
+    register_kernel(aten, "var_mean.correction",
+                    TORCH_FN(Variance<false>::with_mean));
+    register_kernel(aten, "std.correction",
+                    TORCH_FN(Variance<true>::functional));
+    register_kernel(aten, "std.correction_out", TORCH_FN(Variance<true>::out));
+    register_kernel(aten, "std_mean.correction",
+                    TORCH_FN(Variance<true>::with_mean));
     registered.insert(
         registered.end(),
         {"var.correction", "var.correction_out", "var_mean.correction",

@@ -140,10 +140,10 @@ std::vector<std::string> register_softmax_kernels(torch::Library& aten) {
                             find_op(back_out)};                             \
     using F = Forward<&kernel##_op, Meta>;                                  \
     using B = Backward<&kernel##_backward_op, BackMeta>;                    \
-    aten.impl(fn_name, TORCH_FN(F::functional));                            \
-    aten.impl(out_name, TORCH_FN(F::out));                                  \
-    aten.impl(back_functional, TORCH_FN(B::functional));                    \
-    aten.impl(back_out, TORCH_FN(B::out));                                  \
+    register_kernel(aten, fn_name, TORCH_FN(F::functional));                \
+    register_kernel(aten, out_name, TORCH_FN(F::out));                      \
+    register_kernel(aten, back_functional, TORCH_FN(B::functional));        \
+    register_kernel(aten, back_out, TORCH_FN(B::out));                      \
     registered.insert(registered.end(),                                     \
                       {fn_name, out_name, back_functional, back_out});      \
   }
