@@ -66,6 +66,9 @@ class CudaRuntime final : public torch_backend::DeviceRuntime {
       props->total_memory = prop.totalGlobalMem;
       props->capability =
           std::to_string(prop.major) + "." + std::to_string(prop.minor);
+      props->major = prop.major;
+      props->minor = prop.minor;
+      props->multi_processor_count = prop.multiProcessorCount;
     }
     return status;
   }

@@ -318,6 +318,9 @@ class FakeRuntime final : public torch_backend::DeviceRuntime {
     props->name = "Fake Device " + std::to_string(device) + " (host memory)";
     props->total_memory = capacity_;
     props->capability = "fake-1.0";
+    props->major = 1;
+    props->minor = 0;
+    props->multi_processor_count = 1;  // one worker thread per stream
     return kSuccess;
   }
 

@@ -46,3 +46,19 @@ def test_grad_scaler_scales_steps_and_skips_inf():
     scaler.update()
     assert torch.equal(model.weight.detach().cpu(), kept)
     assert scaler.get_scale() == 512.0
+
+
+def test_banned_ops_raise_cudas_error():
+    probabilities = torch.rand(4, device="fake")
+    target = torch.rand(4, device="fake")
+    with torch.autocast(device_type="fake"):
+        with pytest.raises(RuntimeError, match=r"binary_cross_entropy and torch\.nn\.BCELoss are unsafe to autocast"):
+            torch.nn.functional.binary_cross_entropy(probabilities, target)
+        with pytest.raises(RuntimeError, match="unsafe to autocast"):
+            torch.nn.BCELoss()(probabilities, target)
+        # The safe form, as the message says, runs (in float32).
+        loss = torch.nn.functional.binary_cross_entropy_with_logits(probabilities, target)
+        assert loss.dtype == torch.float32
+    # Outside autocast the op is allowed and matches the CPU.
+    expected = torch.nn.functional.binary_cross_entropy(probabilities.cpu(), target.cpu())
+    torch.testing.assert_close(torch.nn.functional.binary_cross_entropy(probabilities, target).cpu(), expected)

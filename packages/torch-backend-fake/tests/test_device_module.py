@@ -147,6 +147,21 @@ def test_properties_and_names():
     torch.fake.synchronize()
 
 
+def test_device_capability():
+    # As torch.cuda: numbers from the runtime (fake reports 1.0), and the free-form text.
+    props = torch.fake.get_device_properties(0)
+    assert (props.capability, props.major, props.minor, props.multi_processor_count) == ("fake-1.0", 1, 0, 1)
+    assert torch.fake.get_device_capability("fake:1") == (1, 0)
+    # torch.accelerator's form: the dtypes tensors may have (all: copies are dtype-blind and
+    # the CPU fallback runs any op the backend has no kernel for).
+    supported = torch.accelerator.get_device_capability("fake:0")["supported_dtypes"]
+    assert {torch.float32, torch.float64, torch.bfloat16, torch.int8, torch.bool, torch.complex64} <= supported
+    for dtype in (torch.float64, torch.complex64, torch.int8):
+        assert torch.ones(2, dtype=dtype, device="fake").sum().item() == 2
+    with pytest.raises(RuntimeError, match="invalid device index 5"):
+        torch.accelerator.get_device_capability("fake:5")
+
+
 def test_memory_is_owned_by_the_fake_runtime():
     torch.fake.empty_cache()
     free_before, _ = torch.fake.mem_get_info(1)

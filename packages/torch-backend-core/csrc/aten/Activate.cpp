@@ -40,6 +40,7 @@ void activate(DeviceRuntime* runtime) {
   if (void* registrar = kernel_registrar_of(runtime)) {
     reinterpret_cast<void (*)(torch::Library&)>(registrar)(*lib);
   }
+  register_rnn_cells(*lib);  // where the backend brought none
   register_cpu_fallback();
   register_autocast();
 }

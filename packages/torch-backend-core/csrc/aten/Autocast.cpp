@@ -1,4 +1,5 @@
-// AMP for any backend: PyTorch's own autocast op lists (the ones CUDA uses)
+// AMP for any backend: PyTorch's own autocast op lists (the ones CUDA uses,
+// its banned op included)
 // registered for AutocastPrivateUse1, plus a fallthrough for every other op
 // (PyTorch registers none for PrivateUse1, so without it ops under
 // torch.autocast(<device>) fail with "Could not run ... AutocastPrivateUse1").
@@ -10,6 +11,28 @@
 #include "TorchCompat.h"
 
 namespace torch_backend {
+namespace {
+
+// CUDA's banned list: binary_cross_entropy is not safe in float16 (log of a
+// probability rounded to 0 or 1), so autocast refuses it with the text CUDA
+// gives, rather than computing an inaccurate loss.
+at::Tensor binary_cross_entropy_banned(const at::Tensor&, const at::Tensor&,
+                                       const std::optional<at::Tensor>&,
+                                       int64_t) {
+  TORCH_CHECK(
+      false,
+      "torch.nn.functional.binary_cross_entropy and torch.nn.BCELoss are "
+      "unsafe to autocast.\n"
+      "Many models use a sigmoid layer right before the binary cross entropy "
+      "layer.\n"
+      "In this case, combine the two layers using "
+      "torch.nn.functional.binary_cross_entropy_with_logits\n"
+      "or torch.nn.BCEWithLogitsLoss.  binary_cross_entropy_with_logits and "
+      "BCEWithLogits are\n"
+      "safe to autocast.");
+}
+
+}  // namespace
 
 void register_autocast() {
   // Leaked on purpose, like the kernel library.
@@ -46,6 +69,7 @@ void register_autocast() {
 #undef TB_FP32_SET_OPT_DTYPE
 #undef TB_PROMOTE
 #undef TB_DIFFERENT_SIGNATURE
+  m.impl("binary_cross_entropy", TORCH_FN(binary_cross_entropy_banned));
 }
 
 }  // namespace torch_backend

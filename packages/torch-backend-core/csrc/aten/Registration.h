@@ -2,6 +2,7 @@
 #pragma once
 
 #include <c10/core/Storage.h>
+#include <torch/library.h>
 
 namespace torch_backend {
 
@@ -9,6 +10,8 @@ void register_hooks();
 void register_minimal_kernels();
 void register_cpu_fallback();
 void register_autocast();
+// The fused LSTM/GRU cells ATen calls for non-CPU devices (RnnCells.cpp).
+void register_rnn_cells(torch::Library& aten);
 
 // Grows or shrinks a device storage, keeping its contents (Kernels.cpp).
 void resize_storage_bytes(const c10::Storage& storage, size_t new_bytes);

@@ -60,6 +60,9 @@ py::dict device_properties(int device) {
   out["name"] = props.name;
   out["total_memory"] = props.total_memory;
   out["capability"] = props.capability;
+  out["major"] = props.major;
+  out["minor"] = props.minor;
+  out["multi_processor_count"] = props.multi_processor_count;
   return out;
 }
 

@@ -1,6 +1,7 @@
 // c10 device guard over the runtime: current device, streams and events.
 // torch.Stream / torch.Event and torch.accelerator all go through here.
 #include <c10/core/CachingDeviceAllocator.h>
+#include <c10/core/DeviceCapability.h>
 #include <c10/core/DeviceGuard.h>
 #include <c10/core/impl/DeviceGuardImplInterface.h>
 
@@ -105,6 +106,16 @@ class DeviceGuardImpl final : public c10::impl::DeviceGuardImplInterface {
           active_runtime().stream_synchronize(native_stream(stream)));
       return 0;
     });
+  }
+
+  // torch.accelerator.get_device_capability: the dtypes tensors may have.
+  // Every one: memory and copies are dtype-blind, and an op no kernel of
+  // the backend takes runs on the CPU fallback.
+  c10::DeviceCapability getDeviceCapability(Device device) const override {
+    if (device.has_index()) {
+      check_device_index(device.index());
+    }
+    return c10::DeviceCapability();
   }
 
   void synchronizeDevice(DeviceIndex device) const override {

@@ -59,6 +59,11 @@ struct DeviceProperties {
   std::string name;
   std::size_t total_memory = 0;
   std::string capability;  // free-form, e.g. "9.0" or "ascend910b"
+  // The same as numbers where the hardware has them (CUDA's compute
+  // capability 9.0: major 9, minor 0); -1 where it has none.
+  int major = -1;
+  int minor = -1;
+  int multi_processor_count = 0;  // compute units, where known
 };
 
 struct Capabilities {

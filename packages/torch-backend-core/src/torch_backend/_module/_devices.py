@@ -70,7 +70,10 @@ def _index(device: DeviceLike = None) -> int:
 class DeviceProperties:
     name: str
     total_memory: int
-    capability: str
+    capability: str  # the runtime's own words: "9.0", "Ascend910B", "fake-1.0"
+    major: int = -1  # the capability as numbers where the hardware has them (CUDA's 9.0), else -1
+    minor: int = -1
+    multi_processor_count: int = 0  # compute units, where the runtime says
 
 
 def is_available() -> bool:
@@ -116,8 +119,15 @@ def get_device_name(device: DeviceLike = None) -> str:
     return get_device_properties(device).name
 
 
-def get_device_capability(device: DeviceLike = None) -> str:
-    return get_device_properties(device).capability
+def get_device_capability(device: DeviceLike = None) -> tuple[int, int]:
+    """``(major, minor)``, as ``torch.cuda.get_device_capability``; an error where the runtime has no numbers."""
+    props = get_device_properties(device)
+    if props.major < 0:
+        raise RuntimeError(
+            f"{props.name} has no numeric capability; its runtime reports {props.capability!r} "
+            "(get_device_properties().capability)"
+        )
+    return props.major, props.minor
 
 
 def get_amp_supported_dtype() -> list[torch.dtype]:
