@@ -28,6 +28,7 @@ PUBLIC_HEADER_LAYER = {
     "Kernels.h": "aten",
     "DeviceKernels.h": "runtime",
     "Activate.h": "aten",
+    "TensorMetadata.h": "aten",
 }
 # What a layer may include from PyTorch, beyond c10 and the standard library.
 TORCH_ALLOWED = {

@@ -46,11 +46,20 @@
 
 #include <torch_backend/DeviceKernels.h>
 
+#include "HostTensor.h"
+
 void fake_enqueue(torch_backend::StreamHandle stream,
                   std::function<void()> work);
+// FakeAttention.cpp
+torch_backend::Status fake_attention(const torch_backend::KernelContext& ctx,
+                                     const torch_backend::AttentionCall& call);
+torch_backend::Status fake_attention_backward(
+    const torch_backend::KernelContext& ctx,
+    const torch_backend::AttentionBackwardCall& call);
 
 namespace {
 
+using fake::host_tensor;
 using torch_backend::DType;
 using torch_backend::ElementwiseCall;
 using torch_backend::KernelContext;
@@ -441,42 +450,6 @@ FAKE_KERNEL(arange) {
 #undef FAKE_KERNEL
 
 // ---- Through ATen's CPU kernels -------------------------------------------
-
-at::ScalarType aten_dtype(DType dtype) {
-  switch (dtype) {
-    case DType::Bool:
-      return at::kBool;
-    case DType::UInt8:
-      return at::kByte;
-    case DType::Int8:
-      return at::kChar;
-    case DType::Int16:
-      return at::kShort;
-    case DType::Int32:
-      return at::kInt;
-    case DType::Int64:
-      return at::kLong;
-    case DType::Float16:
-      return at::kHalf;
-    case DType::BFloat16:
-      return at::kBFloat16;
-    case DType::Float32:
-      return at::kFloat;
-    case DType::Float64:
-      return at::kDouble;
-  }
-  return at::kFloat;
-}
-
-// A CPU tensor over a descriptor's memory (host memory, on the fake device).
-at::Tensor host_tensor(const TensorView& view) {
-  const auto dtype = aten_dtype(view.dtype);
-  char* data = static_cast<char*>(view.data) +
-               view.offset * static_cast<std::int64_t>(c10::elementSize(dtype));
-  return at::from_blob(data, at::IntArrayRef(view.sizes, view.dim),
-                       at::IntArrayRef(view.strides, view.dim),
-                       at::TensorOptions().dtype(dtype));
-}
 
 // Reductions: the dims where out has stride 0 are the reduced ones; out is
 // viewed with size 1 there (keepdim).
@@ -929,4 +902,5 @@ TORCH_BACKEND_DEFINE_DEVICE_KERNELS(kernels) {
   kernels.dropout(&dropout_kernel);
   kernels.batch_norm(&batch_norm_kernel, &batch_norm_backward_kernel);
   kernels.variance(&variance_kernel);
+  kernels.attention(&fake_attention, &fake_attention_backward);
 }

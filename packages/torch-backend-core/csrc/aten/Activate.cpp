@@ -36,6 +36,7 @@ void activate(DeviceRuntime* runtime) {
   register_index_kernels(*lib);
   register_norm_kernels(*lib);
   register_random_kernels(*lib);
+  register_attention_kernels(*lib);
   register_stub_kernels(*lib);
   if (void* registrar = kernel_registrar_of(runtime)) {
     reinterpret_cast<void (*)(torch::Library&)>(registrar)(*lib);

@@ -4,9 +4,11 @@
 #include <ATen/core/Tensor.h>
 #include <ATen/ops/_local_scalar_dense.h>
 #include <ATen/ops/_reshape_alias_native.h>
+#include <ATen/ops/alias_native.h>
 #include <ATen/ops/as_strided_native.h>
 #include <ATen/ops/empty.h>
 #include <ATen/ops/from_blob.h>
+#include <ATen/ops/new_empty_native.h>
 #include <ATen/ops/view_native.h>
 #include <c10/core/DeviceGuard.h>
 #include <torch/library.h>
@@ -253,6 +255,7 @@ Tensor copy_from(const Tensor& src, const Tensor& dst, bool non_blocking) {
   TORCH_CHECK(!dst.is_conj() && !dst.is_neg(),
               "copy_: destination with conjugate/negative bit is not "
               "supported on this device");
+  inherit_tensor_metadata(src, dst);  // clone(), .to("<device>:1")
   if (dst.numel() == 0) {
     return dst;
   }
@@ -299,6 +302,46 @@ c10::Scalar local_scalar_dense(const Tensor& self) {
   return at::_local_scalar_dense(self.cpu());
 }
 
+// Views: PyTorch's own kernels (nearly every view op is composed of these),
+// plus the base's backend metadata.
+Tensor as_strided(const Tensor& self, at::IntArrayRef size,
+                  at::IntArrayRef stride, std::optional<int64_t> offset) {
+  Tensor view = at::native::as_strided_tensorimpl(self, size, stride, offset);
+  inherit_tensor_metadata(self, view);
+  return view;
+}
+
+Tensor view(const Tensor& self, at::IntArrayRef size) {
+  Tensor view = at::native::view(self, size);
+  inherit_tensor_metadata(self, view);
+  return view;
+}
+
+Tensor reshape_alias(const Tensor& self, at::IntArrayRef size,
+                     at::IntArrayRef stride) {
+  Tensor view = at::native::_reshape_alias(self, size, stride);
+  inherit_tensor_metadata(self, view);
+  return view;
+}
+
+Tensor alias(const Tensor& self) {
+  Tensor view = at::native::alias(self);
+  inherit_tensor_metadata(self, view);
+  return view;
+}
+
+// A tensor made "like" self: copy.deepcopy makes one and set_()s it to the
+// copied storage, which would otherwise lose the metadata.
+Tensor new_empty(const Tensor& self, c10::SymIntArrayRef size,
+                 std::optional<at::ScalarType> dtype,
+                 std::optional<at::Layout> layout, std::optional<Device> device,
+                 std::optional<bool> pin_memory) {
+  Tensor made = at::native::new_empty_symint(self, size, dtype, layout, device,
+                                             pin_memory);
+  inherit_tensor_metadata(self, made);
+  return made;
+}
+
 }  // namespace
 
 void resize_storage_bytes(const c10::Storage& storage, size_t new_bytes) {
@@ -324,9 +367,11 @@ void register_minimal_kernels() {
                          c10::DispatchKey::PrivateUse1, __FILE__, __LINE__);
   lib->impl("empty.memory_format", TORCH_FN(empty_memory_format));
   lib->impl("empty_strided", TORCH_FN(empty_strided));
-  lib->impl("as_strided", TORCH_FN(at::native::as_strided_tensorimpl));
-  lib->impl("view", TORCH_FN(at::native::view));
-  lib->impl("_reshape_alias", TORCH_FN(at::native::_reshape_alias));
+  lib->impl("as_strided", TORCH_FN(as_strided));
+  lib->impl("view", TORCH_FN(view));
+  lib->impl("_reshape_alias", TORCH_FN(reshape_alias));
+  lib->impl("alias", TORCH_FN(alias));
+  lib->impl("new_empty", TORCH_FN(new_empty));
   lib->impl("resize_", TORCH_FN(resize_));
   lib->impl("set_.source_Storage", TORCH_FN(set_source_storage));
   lib->impl("set_.source_Storage_storage_offset", TORCH_FN(set_storage));

@@ -18,6 +18,7 @@
 #include <torch_backend/Runtime.h>
 
 #include "../aten/kernels/OpTable.h"
+#include "Serialization.h"
 #include "Shutdown.h"
 
 namespace py = pybind11;
@@ -44,6 +45,7 @@ int loaded_device_count() {
 void activate_loaded() {
   TORCH_CHECK(g_loaded != nullptr, "no device library has been loaded");
   activate(g_loaded);
+  register_metadata_serialization();
 }
 
 void synchronize(int device) {

@@ -23,7 +23,7 @@
 namespace torch_backend {
 
 // Bumped whenever a descriptor layout or kernel signature changes.
-constexpr int kDeviceKernelsAbiVersion = 4;
+constexpr int kDeviceKernelsAbiVersion = 5;
 
 enum class DType : std::int8_t {
   Bool,
@@ -271,6 +271,36 @@ using ArgReductionKernel = Status (*)(const KernelContext& ctx,
                                       const TensorView& indices,
                                       const TensorView& in, std::int32_t dim);
 
+// ---- Attention -------------------------------------------------------------
+// Fused scaled-dot-product attention, which F.scaled_dot_product_attention
+// takes (PyTorch's "overrideable" SDPA backend) whenever a backend registers
+// it: query (B, H, L, E), key (B, H, S, E), value (B, H, S, Ev), strided, of
+// one dtype (Float32, Float16 or BFloat16). bias: additive, broadcast to
+// (B, H, L, S) (stride 0 where broadcast), or absent (data == nullptr); a
+// boolean mask reaches the kernel as 0 / -inf. is_causal: query i sees keys
+// j <= i (top-left aligned, as PyTorch's math path). scores = q @ k^T *
+// scale + bias; out (B, H, L, Ev) = softmax(scores) @ v; logsumexp (B, H, L)
+// Float32 = log(sum(exp(scores))) per row, kept for the backward. Core sends
+// no dropout and no grouped-query heads (those calls take PyTorch's math
+// path), and a kernel takes every call it gets.
+struct AttentionCall {
+  TensorView out, logsumexp, query, key, value, bias;
+  double scale = 1.0;
+  bool is_causal = false;
+};
+using AttentionKernel = Status (*)(const KernelContext& ctx,
+                                   const AttentionCall& call);
+// Backward: grad_query, grad_key, grad_value (shaped like their inputs) from
+// grad_out, the forward's inputs, out and logsumexp.
+struct AttentionBackwardCall {
+  TensorView grad_query, grad_key, grad_value, grad_out, query, key, value,
+      bias, out, logsumexp;
+  double scale = 1.0;
+  bool is_causal = false;
+};
+using AttentionBackwardKernel = Status (*)(const KernelContext& ctx,
+                                           const AttentionBackwardCall& call);
+
 // Filled by the backend's TORCH_BACKEND_DEFINE_DEVICE_KERNELS function. The
 // kernel names each family accepts are the op table's (`python -m
 // torch_backend ops`); an unknown name is an error at activation.
@@ -296,6 +326,8 @@ class TORCH_BACKEND_API KernelRegistry {
                           BatchNormBackwardKernel backward) = 0;
   // var, var_mean, std and std_mean.
   virtual void variance(VarianceKernel kernel) = 0;
+  virtual void attention(AttentionKernel forward,
+                         AttentionBackwardKernel backward) = 0;
 };
 
 }  // namespace torch_backend

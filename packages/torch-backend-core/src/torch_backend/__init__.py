@@ -11,6 +11,7 @@ from pathlib import Path
 from torch_backend._activation import activate, active_backend
 from torch_backend._backend import Backend, BackendInfo
 from torch_backend._discovery import ENTRY_POINT_GROUP, discover
+from torch_backend._metadata import set_tensor_metadata, tensor_metadata
 
 __version__ = "0.1.0"
 
@@ -25,4 +26,6 @@ __all__ = [
     "active_backend",
     "cmake_prefix_path",
     "discover",
+    "set_tensor_metadata",
+    "tensor_metadata",
 ]

@@ -67,7 +67,14 @@ class Table final : public KernelRegistry {
     set("variance", kernel, variance_);
   }
 
+  void attention(AttentionKernel forward,
+                 AttentionBackwardKernel backward) override {
+    set_pair("attention", forward, backward, attention_, attention_backward_);
+  }
+
   ByName<ElementwiseKernel> elementwise_;
+  AttentionKernel attention_ = nullptr;
+  AttentionBackwardKernel attention_backward_ = nullptr;
   VarianceKernel variance_ = nullptr;
   BatchNormKernel batch_norm_ = nullptr;
   BatchNormBackwardKernel batch_norm_backward_ = nullptr;
@@ -161,6 +168,10 @@ SoftmaxBackwardKernel softmax_backward_kernel(const std::string& name) {
   return lookup(table().softmax_backward_, name);
 }
 NllLossKernel nll_loss_kernel() { return table().nll_loss_; }
+AttentionKernel attention_kernel() { return table().attention_; }
+AttentionBackwardKernel attention_backward_kernel() {
+  return table().attention_backward_;
+}
 LayerNormKernel layer_norm_kernel() { return table().layer_norm_; }
 DropoutKernel dropout_kernel() { return table().dropout_; }
 BatchNormKernel batch_norm_kernel() { return table().batch_norm_; }

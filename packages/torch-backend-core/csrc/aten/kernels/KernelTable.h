@@ -28,5 +28,7 @@ BatchNormKernel batch_norm_kernel();
 BatchNormBackwardKernel batch_norm_backward_kernel();
 LayerNormBackwardKernel layer_norm_backward_kernel();
 VarianceKernel variance_kernel();
+AttentionKernel attention_kernel();
+AttentionBackwardKernel attention_backward_kernel();
 
 }  // namespace torch_backend

@@ -79,6 +79,9 @@ std::vector<OpTableRow> op_table() {
            {"native_batch_norm", "native_batch_norm_backward"});
   add_rows(rows, "random", "dropout", dropout_kernel() != nullptr,
            {"native_dropout", "native_dropout_backward"});
+  add_rows(rows, "attention", "attention", attention_kernel() != nullptr,
+           {"_scaled_dot_product_fused_attention_overrideable",
+            "_scaled_dot_product_fused_attention_overrideable_backward"});
   return rows;
 }
 

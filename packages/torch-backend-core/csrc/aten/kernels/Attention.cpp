@@ -1,0 +1,210 @@
+// F.scaled_dot_product_attention over a backend's fused attention kernels.
+// PyTorch asks each device type which SDPA implementation to use (the
+// _fused_sdp_choice DispatchStub); for PrivateUse1 the answer "overrideable"
+// routes the call to _scaled_dot_product_fused_attention_overrideable and,
+// through autograd's formula, its backward. Core answers "overrideable" for
+// the calls the kernel interface covers (AttentionCall) and "math" (PyTorch's
+// composite of matmul and softmax) for the rest: dropout, grouped-query
+// heads, a mask that needs a gradient, other dtypes or ranks.
+#include <ATen/SDPBackend.h>
+#include <ATen/native/transformers/attention.h>
+#include <ATen/ops/empty.h>
+#include <ATen/ops/empty_like.h>
+#include <c10/core/DeviceGuard.h>
+#include <c10/core/GradMode.h>
+#include <torch/library.h>
+
+#include <array>
+#include <cmath>
+#include <optional>
+#include <tuple>
+
+#include "KernelTable.h"
+#include "Launch.h"
+#include "OpTable.h"
+
+namespace torch_backend {
+namespace {
+
+using at::Tensor;
+using OptionalTensor = std::optional<Tensor>;
+
+bool attention_dtype(at::ScalarType type) {
+  return type == at::kFloat || type == at::kHalf || type == at::kBFloat16;
+}
+
+bool covered_by_kernels(const Tensor& query, const Tensor& key,
+                        const Tensor& value, const OptionalTensor& mask,
+                        double dropout_p, bool is_causal) {
+  if (attention_kernel() == nullptr || dropout_p != 0.0 || query.is_nested() ||
+      query.dim() != 4 || key.dim() != 4 || value.dim() != 4 ||
+      !attention_dtype(query.scalar_type()) ||
+      key.scalar_type() != query.scalar_type() ||
+      value.scalar_type() != query.scalar_type()) {
+    return false;
+  }
+  // Same batch and heads everywhere (no grouped-query broadcasting), keys and
+  // values of one length, queries and keys of one width.
+  if (key.size(0) != query.size(0) || value.size(0) != query.size(0) ||
+      key.size(1) != query.size(1) || value.size(1) != query.size(1) ||
+      key.size(2) != value.size(2) || key.size(3) != query.size(3)) {
+    return false;
+  }
+  if (mask.has_value() && mask->defined()) {
+    const Tensor& m = *mask;
+    if (is_causal || (c10::GradMode::is_enabled() && m.requires_grad()) ||
+        (m.scalar_type() != at::kBool &&
+         m.scalar_type() != query.scalar_type()) ||
+        m.dim() > 4) {
+      return false;
+    }
+  }
+  return true;
+}
+
+int64_t choose_sdpa(const Tensor& query, const Tensor& key, const Tensor& value,
+                    const OptionalTensor& mask, double dropout_p,
+                    bool is_causal, std::optional<double> /*scale*/,
+                    bool /*enable_gqa*/) {
+  return static_cast<int64_t>(
+      covered_by_kernels(query, key, value, mask, dropout_p, is_causal)
+          ? at::SDPBackend::overrideable
+          : at::SDPBackend::math);
+}
+
+// torch._fused_sdp_choice(q, k, v, ...): the answer SDPA itself will get.
+int64_t fused_sdp_choice(const Tensor& query, const Tensor& key,
+                         const Tensor& value, const OptionalTensor& mask,
+                         double dropout_p, bool is_causal,
+                         std::optional<double> scale, bool enable_gqa) {
+  return choose_sdpa(query, key, value, mask, dropout_p, is_causal, scale,
+                     enable_gqa);
+}
+
+double scale_for(const Tensor& query, std::optional<double> scale) {
+  return scale.has_value()
+             ? *scale
+             : 1.0 / std::sqrt(static_cast<double>(query.size(3)));
+}
+
+// The additive bias as (B, H, L, S), broadcast with stride 0; absent if none.
+TensorView bias_view(const Tensor& bias, const Tensor& query,
+                     const Tensor& key) {
+  if (!bias.defined()) {
+    return TensorView{};
+  }
+  return view_of(
+      bias.expand({query.size(0), query.size(1), query.size(2), key.size(2)}));
+}
+
+void check_kernel_ran(Status status) {
+  TORCH_CHECK(kernel_ran(status),
+              "the backend's attention kernel declined a call (attention "
+              "kernels take every call core sends them)");
+}
+
+using ForwardResult = std::tuple<Tensor, Tensor, Tensor, Tensor, c10::SymInt,
+                                 c10::SymInt, Tensor, Tensor, Tensor>;
+
+ForwardResult forward(const Tensor& query, const Tensor& key,
+                      const Tensor& value, const OptionalTensor& bias,
+                      double dropout_p, bool is_causal,
+                      bool /*return_debug_mask*/, std::optional<double> scale) {
+  TORCH_CHECK(covered_by_kernels(query, key, value, bias, dropout_p, is_causal),
+              "_scaled_dot_product_fused_attention_overrideable: this call "
+              "(dropout, grouped-query heads, dtype ",
+              query.scalar_type(), " or rank ", query.dim(),
+              ") is not one the backend's attention kernel takes; "
+              "F.scaled_dot_product_attention sends it to the math path");
+  c10::DeviceGuard guard(query.device());
+  const int64_t batch = query.size(0), heads = query.size(1),
+                length = query.size(2), keys = key.size(2);
+  Tensor out =
+      at::empty({batch, heads, length, value.size(3)}, query.options());
+  Tensor logsumexp =
+      at::empty({batch, heads, length}, query.options().dtype(at::kFloat));
+  const Tensor bias_tensor = bias.has_value() ? *bias : Tensor();
+  AttentionCall call;
+  call.out = view_of(out);
+  call.logsumexp = view_of(logsumexp);
+  call.query = view_of(query);
+  call.key = view_of(key);
+  call.value = view_of(value);
+  call.bias = bias_view(bias_tensor, query, key);
+  call.scale = scale_for(query, scale);
+  call.is_causal = is_causal;
+  if (out.numel() > 0) {
+    check_kernel_ran(attention_kernel()(kernel_context(query.device()), call));
+  }
+  const auto empty = [&](at::ScalarType type) {
+    return at::empty({0}, query.options().dtype(type));
+  };
+  return {std::move(out),   std::move(logsumexp), empty(at::kInt),
+          empty(at::kInt),  c10::SymInt(length),  c10::SymInt(keys),
+          empty(at::kLong), empty(at::kLong),     empty(query.scalar_type())};
+}
+
+std::tuple<Tensor, Tensor, Tensor, Tensor> backward(
+    const Tensor& grad_out, const Tensor& query, const Tensor& key,
+    const Tensor& value, const Tensor& bias,
+    std::array<bool, 4> grad_input_mask, const Tensor& out,
+    const Tensor& logsumexp, const Tensor& /*cum_seq_q*/,
+    const Tensor& /*cum_seq_k*/, c10::SymInt /*max_q*/, c10::SymInt /*max_k*/,
+    double /*dropout_p*/, bool is_causal, const Tensor& /*philox_seed*/,
+    const Tensor& /*philox_offset*/, std::optional<double> scale) {
+  c10::DeviceGuard guard(query.device());
+  Tensor grad_query = at::empty_like(query, at::MemoryFormat::Contiguous);
+  Tensor grad_key = at::empty_like(key, at::MemoryFormat::Contiguous);
+  Tensor grad_value = at::empty_like(value, at::MemoryFormat::Contiguous);
+  AttentionBackwardCall call;
+  call.grad_query = view_of(grad_query);
+  call.grad_key = view_of(grad_key);
+  call.grad_value = view_of(grad_value);
+  call.grad_out = view_of(grad_out);
+  call.query = view_of(query);
+  call.key = view_of(key);
+  call.value = view_of(value);
+  call.bias = bias_view(bias, query, key);
+  call.out = view_of(out);
+  call.logsumexp = view_of(logsumexp);
+  call.scale = scale_for(query, scale);
+  call.is_causal = is_causal;
+  if (query.numel() > 0 && key.numel() > 0) {
+    check_kernel_ran(
+        attention_backward_kernel()(kernel_context(query.device()), call));
+  } else {
+    grad_query.zero_();
+    grad_key.zero_();
+    grad_value.zero_();
+  }
+  const auto wanted = [&](Tensor grad, int index) {
+    return grad_input_mask[index] ? std::move(grad) : Tensor();
+  };
+  return {wanted(std::move(grad_query), 0), wanted(std::move(grad_key), 1),
+          wanted(std::move(grad_value), 2), Tensor()};
+}
+
+}  // namespace
+
+std::vector<std::string> register_attention_kernels(torch::Library& aten) {
+  // Always: torch._fused_sdp_choice answers for the device as SDPA does
+  // (otherwise the CPU fallback would report the CPU's choice).
+  register_kernel(aten, "_fused_sdp_choice", TORCH_FN(fused_sdp_choice));
+  std::vector<std::string> registered{"_fused_sdp_choice"};
+  if (attention_kernel() == nullptr) {
+    return registered;
+  }
+  at::native::_fused_sdp_choice_stub.set_privateuse1_dispatch_ptr(&choose_sdpa);
+  register_kernel(aten, "_scaled_dot_product_fused_attention_overrideable",
+                  TORCH_FN(forward));
+  register_kernel(aten,
+                  "_scaled_dot_product_fused_attention_overrideable_backward",
+                  TORCH_FN(backward));
+  registered.insert(registered.end(),
+                    {"_scaled_dot_product_fused_attention_overrideable",
+                     "_scaled_dot_product_fused_attention_overrideable_"
+                     "backward"});
+  return registered;
+}
+
+}  // namespace torch_backend
