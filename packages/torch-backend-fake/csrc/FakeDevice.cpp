@@ -15,15 +15,23 @@
 //                                    take (copy fallback, staged copies)
 //   TORCH_BACKEND_FAKE_FAULTS        runtime calls that fail, for testing
 //                                    error paths (FaultInjection.h)
+//   TORCH_BACKEND_FAKE_IPC           0: no inter-process memory handles (a
+//                                    runtime without them), so device
+//                                    tensors cannot go to other processes
 //
 // A kernel that fails on a stream's worker (fake's kernels call ATen's CPU
 // kernels, which may throw) fails asynchronously, as a CUDA kernel does: the
 // error is kept and reported by the next call that synchronises with the
 // device (stream, event or device synchronize, a blocking copy), once.
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <deque>
@@ -67,6 +75,8 @@ enum FakeStatus : Status {
   kNoTiming = 6,
   // 7, 8: FaultInjection.h
   kKernelFailed = 9,
+  kIpcGone = 10,
+  kNotShareable = 11,
 };
 
 // The first kernel failure not yet reported, from any stream.
@@ -283,6 +293,7 @@ class FakeRuntime final : public torch_backend::DeviceRuntime {
                       env_long("TORCH_BACKEND_FAKE_MEMORY_MB", 65536))
                   << 20),
         discrete_(env_long("TORCH_BACKEND_FAKE_DISCRETE", 0) == 1),
+        ipc_(env_long("TORCH_BACKEND_FAKE_IPC", 1) != 0),
         used_(device_count_, 0),
         default_streams_(new std::atomic<Stream*>[device_count_]()) {}
 
@@ -333,6 +344,9 @@ class FakeRuntime final : public torch_backend::DeviceRuntime {
   }
 
   // --- memory ----------------------------------------------------------------
+  // Device memory is a shared-memory file mapped into this process, so that
+  // another process can map the same memory (ipc_open_handle), as a GPU's
+  // memory is mapped by cudaIpcOpenMemHandle.
   Status malloc(void** ptr, std::size_t bytes) override {
     if (bytes == 0) {
       return kInvalidValue;
@@ -343,12 +357,29 @@ class FakeRuntime final : public torch_backend::DeviceRuntime {
     if (rounded > capacity_ - used_[current_device_]) {
       return kOutOfMemory;
     }
-    void* memory = std::aligned_alloc(kAlignment, rounded);
-    if (memory == nullptr) {
+    // Out of file descriptors (one per allocation; core caches them, so
+    // few): private memory instead, which only sharing refuses.
+    int fd = memfd_create("torch_backend_fake", MFD_CLOEXEC);
+    void* memory = MAP_FAILED;
+    if (fd >= 0 && ftruncate(fd, static_cast<off_t>(rounded)) == 0) {
+      memory =
+          mmap(nullptr, rounded, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    } else {
+      if (fd >= 0) {
+        close(fd);
+      }
+      fd = -1;
+      memory = mmap(nullptr, rounded, PROT_READ | PROT_WRITE,
+                    MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    }
+    if (memory == MAP_FAILED) {
+      if (fd >= 0) {
+        close(fd);
+      }
       return kOutOfMemory;
     }
     used_[current_device_] += rounded;
-    blocks_[memory] = Block{current_device_, rounded};
+    blocks_[memory] = Block{current_device_, rounded, fd};
     *ptr = memory;
     return kSuccess;
   }
@@ -360,8 +391,11 @@ class FakeRuntime final : public torch_backend::DeviceRuntime {
       return kInvalidPointer;
     }
     used_[it->second.device] -= it->second.bytes;
+    munmap(ptr, it->second.bytes);
+    if (it->second.fd >= 0) {
+      close(it->second.fd);
+    }
     blocks_.erase(it);
-    std::free(ptr);
     return kSuccess;
   }
 
@@ -524,6 +558,76 @@ class FakeRuntime final : public torch_backend::DeviceRuntime {
     return kSuccess;
   }
 
+  // --- sharing between processes
+  // ----------------------------------------------- A handle is (pid, fd, size)
+  // of the allocation's shared-memory file; the consumer opens it through
+  // /proc/<pid>/fd. TORCH_BACKEND_FAKE_IPC=0 plays a runtime without handles.
+  struct FakeIpcHandle {
+    std::uint32_t magic;
+    std::int32_t pid;
+    std::int32_t fd;
+    std::uint64_t bytes;
+  };
+  static constexpr std::uint32_t kIpcMagic = 0xfa4e1bc0;
+
+  Status ipc_get_handle(void* base, torch_backend::IpcHandle* handle) override {
+    if (!ipc_) {
+      return torch_backend::kNotSupported;
+    }
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto it = blocks_.find(base);
+    if (it == blocks_.end()) {
+      return kInvalidPointer;
+    }
+    if (it->second.fd < 0) {
+      return kNotShareable;
+    }
+    const FakeIpcHandle named{kIpcMagic, static_cast<std::int32_t>(getpid()),
+                              it->second.fd, it->second.bytes};
+    static_assert(sizeof(named) <= sizeof(handle->bytes));
+    std::memcpy(handle->bytes, &named, sizeof(named));
+    return kSuccess;
+  }
+
+  Status ipc_open_handle(const torch_backend::IpcHandle& handle,
+                         void** ptr) override {
+    if (!ipc_) {
+      return torch_backend::kNotSupported;
+    }
+    FakeIpcHandle named{};
+    std::memcpy(&named, handle.bytes, sizeof(named));
+    if (named.magic != kIpcMagic) {
+      return kInvalidValue;
+    }
+    const std::string path = "/proc/" + std::to_string(named.pid) + "/fd/" +
+                             std::to_string(named.fd);
+    const int fd = open(path.c_str(), O_RDWR | O_CLOEXEC);
+    if (fd < 0) {
+      return kIpcGone;
+    }
+    void* memory =
+        mmap(nullptr, named.bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    close(fd);  // the mapping keeps the memory
+    if (memory == MAP_FAILED) {
+      return kIpcGone;
+    }
+    std::lock_guard<std::mutex> lock(mutex_);
+    opened_[memory] = named.bytes;
+    *ptr = memory;
+    return kSuccess;
+  }
+
+  Status ipc_close_handle(void* ptr) override {
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto it = opened_.find(ptr);
+    if (it == opened_.end()) {
+      return kInvalidPointer;
+    }
+    munmap(ptr, it->second);
+    opened_.erase(it);
+    return kSuccess;
+  }
+
   // --- errors ----------------------------------------------------------------
   std::string error_text(Status status) override {
     switch (status) {
@@ -544,6 +648,13 @@ class FakeRuntime final : public torch_backend::DeviceRuntime {
       case fake::kInjectedFault:
         return "injected fault (TORCH_BACKEND_FAKE_FAULTS or "
                "torch_backend_fake.faults)";
+      case kIpcGone:
+        return "the shared device memory is gone (the producing process "
+               "freed it or exited; keep the tensor alive while others use "
+               "it)";
+      case kNotShareable:
+        return "this allocation is not shareable: it was made when the "
+               "process had no file descriptor left (raise ulimit -n)";
       case kKernelFailed:
         return "a kernel failed on the device: " + KernelFailures::reported_;
       case fake::kDeviceLost:
@@ -566,6 +677,7 @@ class FakeRuntime final : public torch_backend::DeviceRuntime {
   struct Block {
     int device;
     std::size_t bytes;
+    int fd;  // the shared-memory file behind it; -1: private memory
   };
 
   static std::size_t round_up(std::size_t bytes) {
@@ -629,9 +741,12 @@ class FakeRuntime final : public torch_backend::DeviceRuntime {
   const int device_count_;
   const std::size_t capacity_;
   const bool discrete_;
+  const bool ipc_;
   std::mutex mutex_;
   std::vector<std::size_t> used_;
   std::unordered_map<void*, Block> blocks_;
+  std::unordered_map<void*, std::size_t>
+      opened_;  // mapped from other processes
   std::unordered_set<void*> host_blocks_;
   std::unique_ptr<std::atomic<Stream*>[]> default_streams_;
   std::vector<Stream*> streams_;

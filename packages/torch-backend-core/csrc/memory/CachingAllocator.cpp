@@ -127,6 +127,15 @@ void record_stream(const c10::DataPtr& data_ptr, const c10::Stream& stream) {
   for_device(block->device).record_stream(block, stream);
 }
 
+DeviceSegment device_segment_of(const c10::DataPtr& data_ptr) {
+  TORCH_CHECK(
+      data_ptr.get_deleter() == &delete_block && data_ptr.get() != nullptr,
+      "memory not allocated by the device's caching allocator");
+  auto* block = static_cast<Block*>(data_ptr.get_context());
+  const auto [base, size] = for_device(block->device).segment_of(block);
+  return {base, size};
+}
+
 void set_memory_fraction(double fraction, c10::DeviceIndex device) {
   for_device(device).set_memory_fraction(fraction);
 }

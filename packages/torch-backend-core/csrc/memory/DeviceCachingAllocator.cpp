@@ -449,6 +449,20 @@ void DeviceCachingAllocator::set_memory_fraction(double fraction) {
   memory_fraction_ = fraction;
 }
 
+std::pair<void*, size_t> DeviceCachingAllocator::segment_of(
+    const Block* block) {
+  Lock lock(mutex_);  // neighbours split and merge under the lock
+  const Block* first = block;
+  while (first->prev != nullptr) {
+    first = first->prev;
+  }
+  size_t size = 0;
+  for (const Block* part = first; part != nullptr; part = part->next) {
+    size += part->size;
+  }
+  return {first->ptr, size};
+}
+
 DeviceStats DeviceCachingAllocator::stats() {
   Lock lock(mutex_);
   return stats_;

@@ -30,6 +30,8 @@ class DeviceCachingAllocator {
   // Returns every fully free segment to the runtime.
   void empty_cache();
   void set_memory_fraction(double fraction);
+  // The base and size of the segment (runtime allocation) `block` is part of.
+  std::pair<void*, size_t> segment_of(const Block* block);
 
   DeviceStats stats();
   void reset_peak_stats();

@@ -19,6 +19,7 @@
 
 #include "../aten/kernels/OpTable.h"
 #include "Serialization.h"
+#include "Sharing.h"
 #include "Shutdown.h"
 
 namespace py = pybind11;
@@ -228,4 +229,5 @@ PYBIND11_MODULE(_C, m) {
     return std::make_pair(least, greatest);
   });
   m.def("_sleep", &sleep_on_stream, py::arg("microseconds"));
+  bind_sharing(m);
 }

@@ -27,6 +27,16 @@ Status DeviceRuntime::stream_sleep(StreamHandle, unsigned long) {
   return kNotSupported;
 }
 
+Status DeviceRuntime::ipc_get_handle(void*, IpcHandle*) {
+  return kNotSupported;
+}
+
+Status DeviceRuntime::ipc_open_handle(const IpcHandle&, void**) {
+  return kNotSupported;
+}
+
+Status DeviceRuntime::ipc_close_handle(void*) { return kNotSupported; }
+
 namespace {
 
 std::atomic<DeviceRuntime*> g_active{nullptr};

@@ -21,6 +21,15 @@ TORCH_BACKEND_API void record_stream(const c10::DataPtr& data_ptr,
 // Whether `data_ptr` was allocated by device_allocator().
 TORCH_BACKEND_API bool is_device_allocation(const c10::DataPtr& data_ptr);
 
+// The runtime allocation (segment) holding `data_ptr`'s memory: its base
+// and size, for sharing it with another process (which maps the whole
+// segment). Throws for memory not from device_allocator().
+struct DeviceSegment {
+  void* base = nullptr;
+  size_t size = 0;
+};
+TORCH_BACKEND_API DeviceSegment device_segment_of(const c10::DataPtr& data_ptr);
+
 // Caps the memory `device`'s cache may reserve at fraction * total memory.
 TORCH_BACKEND_API void set_memory_fraction(double fraction,
                                            c10::DeviceIndex device);

@@ -40,7 +40,7 @@ namespace torch_backend {
 
 // Bumped whenever the layout of DeviceRuntime changes; core refuses a device
 // library built against a different version instead of crashing in it.
-constexpr int kDeviceRuntimeAbiVersion = 2;
+constexpr int kDeviceRuntimeAbiVersion = 3;
 
 using Status = int;
 constexpr Status kSuccess = 0;
@@ -64,6 +64,12 @@ struct DeviceProperties {
   int major = -1;
   int minor = -1;
   int multi_processor_count = 0;  // compute units, where known
+};
+
+// Names one allocation (made by malloc) to another process: the shape of
+// cudaIpcMemHandle_t. The bytes are the runtime's own.
+struct IpcHandle {
+  unsigned char bytes[64] = {};
 };
 
 struct Capabilities {
@@ -135,6 +141,18 @@ class TORCH_BACKEND_API DeviceRuntime {
   // Keeps `stream` busy for about `microseconds` (torch.cuda._sleep's role):
   // lets tests observe asynchrony. Default: kNotSupported.
   virtual Status stream_sleep(StreamHandle stream, unsigned long microseconds);
+
+  // Sharing device memory between processes (torch.multiprocessing), as
+  // cudaIpcGetMemHandle / cudaIpcOpenMemHandle / cudaIpcCloseMemHandle do:
+  // ipc_get_handle names the allocation that malloc returned at `base`;
+  // another process's ipc_open_handle maps the same memory (on the device
+  // the allocation is on) and returns its own pointer to it, which
+  // ipc_close_handle releases. The producer keeps the allocation alive while
+  // consumers use it (core keeps it cached). Default: kNotSupported, and
+  // device tensors then cannot be sent to other processes (a clear error).
+  virtual Status ipc_get_handle(void* base, IpcHandle* handle);
+  virtual Status ipc_open_handle(const IpcHandle& handle, void** ptr);
+  virtual Status ipc_close_handle(void* ptr);
 
   // --- errors and capabilities ----------------------------------------------
   virtual std::string error_text(Status status) = 0;

@@ -96,6 +96,9 @@ def _register(backend: Backend) -> None:
     os.register_at_fork(after_in_child=_after_fork_in_child)
     torch._register_device_module(backend.name, make_device_module(backend.name))
     torch.utils.generate_methods_for_privateuse1_backend(for_tensor=True, for_module=True, for_storage=True)
+    from torch_backend import _sharing
+
+    _sharing.register(backend.name)
     _register_collectives(backend)
 
 
