@@ -108,3 +108,15 @@ def test_parameters_of_a_module_keep_it():
     torch.save(module.state_dict(), buffer)
     buffer.seek(0)
     assert torch_backend.tensor_metadata(torch.load(buffer)["weight"]) == {"format": 29}
+
+
+@pytest.mark.parametrize("backend", ["eager", "aot_eager"])
+def test_compiled_views_and_copies_keep_it(backend):
+    # Dynamo traces on fake tensors; the compiled graph's views and copies of a real input
+    # are made by core's kernels again, so they carry the metadata as in eager mode.
+    tensor = formatted()
+    view, copied, computed = torch.compile(lambda t: (t.view(12)[2:], t.clone(), t * 2), backend=backend)(tensor)
+    assert torch_backend.tensor_metadata(view) == {"format": 29, "nz": 1}
+    assert torch_backend.tensor_metadata(copied) == {"format": 29, "nz": 1}
+    assert torch_backend.tensor_metadata(computed) == {}  # a new value, in no particular format
+    torch.testing.assert_close(computed.cpu(), tensor.cpu() * 2)
