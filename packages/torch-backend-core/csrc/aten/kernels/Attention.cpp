@@ -72,15 +72,6 @@ int64_t choose_sdpa(const Tensor& query, const Tensor& key, const Tensor& value,
           : at::SDPBackend::math);
 }
 
-// torch._fused_sdp_choice(q, k, v, ...): the answer SDPA itself will get.
-int64_t fused_sdp_choice(const Tensor& query, const Tensor& key,
-                         const Tensor& value, const OptionalTensor& mask,
-                         double dropout_p, bool is_causal,
-                         std::optional<double> scale, bool enable_gqa) {
-  return choose_sdpa(query, key, value, mask, dropout_p, is_causal, scale,
-                     enable_gqa);
-}
-
 double scale_for(const Tensor& query, std::optional<double> scale) {
   return scale.has_value()
              ? *scale
@@ -189,7 +180,7 @@ std::tuple<Tensor, Tensor, Tensor, Tensor> backward(
 std::vector<std::string> register_attention_kernels(torch::Library& aten) {
   // Always: torch._fused_sdp_choice answers for the device as SDPA does
   // (otherwise the CPU fallback would report the CPU's choice).
-  register_kernel(aten, "_fused_sdp_choice", TORCH_FN(fused_sdp_choice));
+  register_kernel(aten, "_fused_sdp_choice", TORCH_FN(choose_sdpa));
   std::vector<std::string> registered{"_fused_sdp_choice"};
   if (attention_kernel() == nullptr) {
     return registered;
