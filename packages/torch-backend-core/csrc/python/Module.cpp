@@ -229,5 +229,18 @@ PYBIND11_MODULE(_C, m) {
     return std::make_pair(least, greatest);
   });
   m.def("_sleep", &sleep_on_stream, py::arg("microseconds"));
+  // For host code that computes on device memory (Inductor's C++ kernels on a
+  // host-addressable device): whether it may, and the wait before it does.
+  m.def("_host_addressable",
+        [] { return active_capabilities().host_addressable_memory; });
+  m.def(
+      "_wait_for_host_access",
+      [](int device) {
+        check_device_index(device);
+        wait_for_host_access(
+            c10::Device(c10::DeviceType::PrivateUse1,
+                        static_cast<c10::DeviceIndex>(device)));
+      },
+      py::arg("device"));
   bind_sharing(m);
 }

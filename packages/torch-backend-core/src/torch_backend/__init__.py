@@ -11,6 +11,7 @@ from pathlib import Path
 from torch_backend._activation import activate, active_backend
 from torch_backend._backend import Backend, BackendInfo
 from torch_backend._discovery import ENTRY_POINT_GROUP, discover
+from torch_backend._inductor import InductorCodegen
 from torch_backend._metadata import set_tensor_metadata, tensor_metadata
 
 __version__ = "0.1.0"
@@ -22,6 +23,7 @@ __all__ = [
     "ENTRY_POINT_GROUP",
     "Backend",
     "BackendInfo",
+    "InductorCodegen",
     "activate",
     "active_backend",
     "cmake_prefix_path",

@@ -94,11 +94,15 @@ def _register(backend: Backend) -> None:
     # device threads finish while Python can still serve them (Shutdown.cpp).
     atexit.register(_C._prepare_exit)
     os.register_at_fork(after_in_child=_after_fork_in_child)
-    torch._register_device_module(backend.name, make_device_module(backend.name))
+    device_module = make_device_module(backend.name)
+    torch._register_device_module(backend.name, device_module)
     torch.utils.generate_methods_for_privateuse1_backend(for_tensor=True, for_module=True, for_storage=True)
-    from torch_backend import _sharing
+    from torch_backend import _dynamo, _inductor, _sharing
+    from torch_backend._when_imported import when_imported
 
     _sharing.register(backend.name)
+    when_imported("torch._dynamo", lambda _: _dynamo.register(device_module, backend.name))
+    when_imported("torch._inductor.compile_fx", lambda _: _inductor.register(backend.name))
     _register_collectives(backend)
 
 

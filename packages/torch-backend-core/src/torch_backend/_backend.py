@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 #: A probe answers "can this backend run here?" and, if not, why.
 Probe = Callable[[], "tuple[bool, str]"]
@@ -24,6 +25,10 @@ class Backend:
         collectives: registers the device's own c10d backend (its vendor's
             collective library) at activation; by default the staged Gloo
             backend of :mod:`torch_backend.distributed` serves the device.
+        inductor: returns the device's own Inductor code generators
+            (:class:`torch_backend.InductorCodegen`), called when Inductor
+            first compiles for the device; by default a device with
+            host-addressable memory gets Inductor's C++ kernels, others none.
     """
 
     name: str
@@ -32,6 +37,7 @@ class Backend:
     probe: Probe | None = None
     description: str = ""
     collectives: Callable[[], None] | None = None
+    inductor: Callable[[], Any] | None = None
 
     def availability(self) -> tuple[bool, str]:
         """(available, reason), without loading the device library."""

@@ -10,14 +10,18 @@
 #include <ATen/native/transformers/attention.h>
 #include <ATen/ops/empty.h>
 #include <ATen/ops/empty_like.h>
+#include <ATen/ops/empty_strided.h>
 #include <c10/core/DeviceGuard.h>
 #include <c10/core/GradMode.h>
 #include <torch/library.h>
 
+#include <algorithm>
 #include <array>
 #include <cmath>
+#include <numeric>
 #include <optional>
 #include <tuple>
+#include <vector>
 
 #include "KernelTable.h"
 #include "Launch.h"
@@ -97,6 +101,26 @@ void check_kernel_ran(Status status) {
 using ForwardResult = std::tuple<Tensor, Tensor, Tensor, Tensor, c10::SymInt,
                                  c10::SymInt, Tensor, Tensor, Tensor>;
 
+// The output in query's dimension order, as PyTorch's meta function for the
+// overrideable op allocates it (compiled graphs check the strides).
+Tensor empty_in_layout_of(const Tensor& query, c10::IntArrayRef sizes) {
+  if (query.sizes() == sizes) {
+    return at::empty_like(query);
+  }
+  std::vector<int64_t> order(sizes.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) {
+    return query.stride(a) > query.stride(b);
+  });
+  std::vector<int64_t> strides(sizes.size());
+  int64_t stride = 1;
+  for (auto it = order.rbegin(); it != order.rend(); ++it) {
+    strides[*it] = stride;
+    stride *= sizes[*it];
+  }
+  return at::empty_strided(sizes, strides, query.options());
+}
+
 ForwardResult forward(const Tensor& query, const Tensor& key,
                       const Tensor& value, const OptionalTensor& bias,
                       double dropout_p, bool is_causal,
@@ -110,8 +134,7 @@ ForwardResult forward(const Tensor& query, const Tensor& key,
   c10::DeviceGuard guard(query.device());
   const int64_t batch = query.size(0), heads = query.size(1),
                 length = query.size(2), keys = key.size(2);
-  Tensor out =
-      at::empty({batch, heads, length, value.size(3)}, query.options());
+  Tensor out = empty_in_layout_of(query, {batch, heads, length, value.size(3)});
   Tensor logsumexp =
       at::empty({batch, heads, length}, query.options().dtype(at::kFloat));
   const Tensor bias_tensor = bias.has_value() ? *bias : Tensor();
@@ -127,12 +150,20 @@ ForwardResult forward(const Tensor& query, const Tensor& key,
   if (out.numel() > 0) {
     check_kernel_ran(attention_kernel()(kernel_context(query.device()), call));
   }
-  const auto empty = [&](at::ScalarType type) {
-    return at::empty({0}, query.options().dtype(type));
+  // As PyTorch's meta function: no cumulative sequence lengths or debug
+  // mask, scalar RNG seed and offset (no dropout here).
+  const auto scalar = [&] {
+    return at::empty({}, query.options().dtype(at::kLong));
   };
-  return {std::move(out),   std::move(logsumexp), empty(at::kInt),
-          empty(at::kInt),  c10::SymInt(length),  c10::SymInt(keys),
-          empty(at::kLong), empty(at::kLong),     empty(query.scalar_type())};
+  return {std::move(out),
+          std::move(logsumexp),
+          Tensor(),
+          Tensor(),
+          c10::SymInt(length),
+          c10::SymInt(keys),
+          scalar(),
+          scalar(),
+          Tensor()};
 }
 
 std::tuple<Tensor, Tensor, Tensor, Tensor> backward(
@@ -144,9 +175,10 @@ std::tuple<Tensor, Tensor, Tensor, Tensor> backward(
     double /*dropout_p*/, bool is_causal, const Tensor& /*philox_seed*/,
     const Tensor& /*philox_offset*/, std::optional<double> scale) {
   c10::DeviceGuard guard(query.device());
-  Tensor grad_query = at::empty_like(query, at::MemoryFormat::Contiguous);
-  Tensor grad_key = at::empty_like(key, at::MemoryFormat::Contiguous);
-  Tensor grad_value = at::empty_like(value, at::MemoryFormat::Contiguous);
+  // Laid out as the inputs, as PyTorch's meta function has them.
+  Tensor grad_query = at::empty_like(query);
+  Tensor grad_key = at::empty_like(key);
+  Tensor grad_value = at::empty_like(value);
   AttentionBackwardCall call;
   call.grad_query = view_of(grad_query);
   call.grad_key = view_of(grad_key);

@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 import torch
 
@@ -66,8 +65,9 @@ def _index(device: DeviceLike = None) -> int:
     raise ValueError(f"Expected a {name} device (torch.device, str or int), but got: {device!r}")
 
 
-@dataclass(frozen=True)
-class DeviceProperties:
+class DeviceProperties(NamedTuple):
+    """What the runtime reports about a device (immutable; torch.compile folds it as a constant)."""
+
     name: str
     total_memory: int
     capability: str  # the runtime's own words: "9.0", "Ascend910B", "fake-1.0"
@@ -108,7 +108,13 @@ def set_device(device: DeviceLike) -> None:
 
 def synchronize(device: DeviceLike = None) -> None:
     """Wait for all work on every stream of ``device``."""
-    _C.synchronize(_index(device))
+    index = _index(device)
+    if torch.autograd._profiler_enabled():
+        # Shown in profiles, as CUDA's device synchronisation is.
+        with torch.profiler.record_function(f"{_name()}.synchronize"):
+            _C.synchronize(index)
+    else:
+        _C.synchronize(index)
 
 
 def get_device_properties(device: DeviceLike = None) -> DeviceProperties:

@@ -1,0 +1,144 @@
+"""torch.compile's Dynamo on the active backend: its device interface, and
+``torch.<device>`` functions it can trace.
+
+Dynamo knows PyTorch's own device modules by name; for a PrivateUse1 device
+it needs a registered interface (streams, events, synchronize, device count
+and properties, memory). Calls to ``torch.<device>`` functions inside a
+compiled function are traced through PyTorch's public hooks: polyfills in
+terms of ``torch.accelerator`` (which Dynamo puts in the graph, with guards
+where the answer can change), constant folding for properties fixed for the
+process, and the interface's ``stream`` context manager. Registered when
+Dynamo is first imported (see ``_when_imported``), never at ``import torch``.
+"""
+
+from __future__ import annotations
+
+from types import ModuleType
+from typing import Any
+
+import torch
+
+
+def register(module: ModuleType, device_name: str) -> None:
+    """Register ``module`` (``torch.<device_name>``) with Dynamo."""
+    from torch._dynamo.device_interface import register_interface_for_device
+
+    register_interface_for_device(device_name, make_interface(module))
+    _register_traceable_functions(module, device_name)
+
+
+def make_interface(module: ModuleType) -> type:
+    """Dynamo's DeviceInterface over the generated device module."""
+    from torch._dynamo.device_interface import DeviceInterface
+
+    class BackendInterface(DeviceInterface):
+        device = module.device
+        Event = module.Event
+        Stream = module.Stream
+
+        class Worker:
+            # Inductor's compile workers ask these without touching the device.
+            set_device = staticmethod(module.set_device)
+            current_device = staticmethod(module.current_device)
+            get_device_properties = staticmethod(module.get_device_properties)
+
+        current_device = staticmethod(module.current_device)
+        set_device = staticmethod(module.set_device)
+        device_count = staticmethod(module.device_count)
+        is_available = staticmethod(module.is_available)
+        stream = staticmethod(module.stream)
+        current_stream = staticmethod(module.current_stream)
+        set_stream = staticmethod(module.set_stream)
+        synchronize = staticmethod(module.synchronize)
+        get_device_properties = staticmethod(module.get_device_properties)
+        memory_allocated = staticmethod(module.memory_allocated)
+
+        @staticmethod
+        def maybe_exchange_device(device: int) -> int:
+            return BackendInterface.exchange_device(device)
+
+        @staticmethod
+        def exchange_device(device: int) -> int:
+            previous = module.current_device()
+            if device >= 0 and device != previous:
+                module.set_device(device)
+            return previous
+
+        @staticmethod
+        def get_raw_stream(device_index: int) -> int:
+            return module.current_stream(device_index).stream_id
+
+        @staticmethod
+        def get_compute_capability(device: Any = None) -> int | str:
+            # CUDA's convention (major * 10 + minor) where the runtime has
+            # numbers, its own words otherwise.
+            props = module.get_device_properties(device)
+            return props.major * 10 + props.minor if props.major >= 0 else props.capability
+
+        @staticmethod
+        def is_bf16_supported(including_emulation: bool = False) -> bool:
+            return torch.bfloat16 in module.get_amp_supported_dtype()
+
+        @staticmethod
+        def is_triton_capable(device: Any = None) -> bool:
+            return False
+
+    BackendInterface.__name__ = BackendInterface.__qualname__ = f"{module.__name__.split('.')[-1].title()}Interface"
+    return BackendInterface
+
+
+def _register_traceable_functions(module: ModuleType, device_name: str) -> None:
+    from torch.compiler import allow_in_graph, substitute_in_graph
+
+    # Dynamo enters ``with torch.<device>.stream(s):`` through the interface's
+    # ``stream`` once the call itself is left to it.
+    allow_in_graph(module.stream)
+
+    def traced_device(device: Any) -> torch.device | None:
+        if device is None:
+            return None
+        if isinstance(device, int):
+            return torch.device(device_name, device)
+        return torch.device(device)
+
+    # What can change while the program runs goes through torch.accelerator,
+    # which Dynamo traces into the graph or guards on.
+    @substitute_in_graph(module.current_device, skip_signature_check=True)
+    def current_device() -> int:
+        return torch.accelerator.current_device_index()
+
+    @substitute_in_graph(module.current_stream, skip_signature_check=True)
+    def current_stream(device: Any = None) -> torch.Stream:
+        if device is None:
+            return torch.accelerator.current_stream()
+        return torch.accelerator.current_stream(traced_device(device))
+
+    @substitute_in_graph(module.set_stream, skip_signature_check=True)
+    def set_stream(stream: torch.Stream | None) -> None:
+        if stream is not None:
+            torch.accelerator.set_stream(stream)
+
+    @substitute_in_graph(module.synchronize, skip_signature_check=True)
+    def synchronize(device: Any = None) -> None:
+        if device is None:
+            torch.accelerator.synchronize()
+        else:
+            torch.accelerator.synchronize(traced_device(device))
+
+    # Fixed for the life of the process: evaluated while tracing.
+    for fixed in (
+        module.device_count,
+        module.is_available,
+        module.get_device_properties,
+        module.get_device_name,
+        module.get_device_capability,
+        module.get_amp_supported_dtype,
+    ):
+        substitute_in_graph(fixed, can_constant_fold_through=True, skip_signature_check=True)(_calling(fixed))
+
+
+def _calling(function: Any) -> Any:
+    def traceable(*args: Any, **kwargs: Any) -> Any:
+        return function(*args, **kwargs)
+
+    return traceable

@@ -1,0 +1,97 @@
+"""torch.compile's Inductor on the active backend.
+
+Registered with Inductor (``register_backend_for_device``) when Inductor's
+compiler is first imported, never at ``import torch``:
+
+- a backend with its own code generator (``Backend.inductor``) gets it;
+- a backend whose memory host code may dereference gets Inductor's C++ code
+  generation, its kernels computing on device memory once the stream's queued
+  work is done (``HostKernelWrapper``);
+- any other backend gets a scheduler that refuses with a clear error naming
+  what does work: ``torch.compile(backend="aot_eager")``, which runs the
+  backend's eager kernels on the traced graph.
+
+Which of these applies is part of Inductor's cache key (``CodegenIdentity``),
+so compiled code cached for one kind of memory is never reused for another.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+
+@dataclass(frozen=True)
+class InductorCodegen:
+    """Inductor's code generators for one device (what ``register_backend_for_device`` takes).
+
+    ``device_op_overrides`` (an ``Inductor DeviceOpOverrides``) names the
+    device's Python calls in generated wrapper code: device guard, streams,
+    synchronize.
+    """
+
+    scheduling: Any
+    python_wrapper: Any
+    cpp_wrapper: Any
+    fx_wrapper: Any = None  # default: Inductor's own (device-neutral)
+    device_op_overrides: Any = None
+
+
+def register(device_name: str) -> None:
+    """Register the active backend's Inductor code generators for ``device_name``."""
+    from torch._inductor.codegen.common import register_backend_for_device, register_device_op_overrides
+    from torch._inductor.codegen.wrapper_fxir import WrapperFxCodegen
+
+    from torch_backend import _C
+    from torch_backend._activation import active_backend
+
+    backend = active_backend()
+    if backend is not None and backend.inductor is not None:
+        codegen, identity = backend.inductor(), f"{backend.name}-own"
+    elif _C._host_addressable():
+        from torch_backend._inductor_host import host_kernel_codegen
+
+        codegen, identity = host_kernel_codegen(device_name), "host-kernels"
+    else:
+        codegen, identity = no_codegen(device_name), "none"
+    if codegen.device_op_overrides is not None:
+        register_device_op_overrides(device_name, codegen.device_op_overrides)
+    register_backend_for_device(
+        device_name,
+        codegen.scheduling,
+        codegen.python_wrapper,
+        codegen.cpp_wrapper,
+        # FX wrapper code is device-neutral.
+        codegen.fx_wrapper or WrapperFxCodegen,
+        device_custom_pass=codegen_identity(f"torch-backend:{device_name}:{identity}"),
+    )
+
+
+def codegen_identity(identity: str) -> Any:
+    """A post-grad pass that changes nothing and names the code generator in Inductor's cache key."""
+    from torch._inductor.custom_graph_pass import CustomGraphModulePass
+
+    class CodegenIdentity(CustomGraphModulePass):
+        def __call__(self, gm: Any) -> None:
+            pass
+
+        def uuid(self) -> str:
+            return identity
+
+    return CodegenIdentity()
+
+
+def no_codegen(device_name: str) -> InductorCodegen:
+    """For a device Inductor cannot generate kernels for: a clear error at compile time."""
+    from torch._inductor.codegen.wrapper import PythonWrapperCodegen
+
+    class NoKernelScheduling:
+        def __init__(self, scheduler: Any) -> None:
+            raise NotImplementedError(
+                f"torch-backend: Inductor cannot generate kernels for '{device_name}': its memory is not "
+                "host-addressable and the backend supplies no code generator (Backend.inductor). "
+                "torch.compile(model, backend='aot_eager') traces the same graphs and runs them on the "
+                "backend's eager kernels."
+            )
+
+    return InductorCodegen(NoKernelScheduling, PythonWrapperCodegen, PythonWrapperCodegen)
