@@ -15,7 +15,9 @@
 #include <vector>
 
 #include <torch_backend/DeviceKernels.h>
+#include <torch_backend/Runtime.h>
 
+#include "../../profiler/DeviceActivity.h"
 #include "../DeviceCheck.h"
 
 namespace torch_backend {
@@ -54,10 +56,20 @@ template <class FuncType, FuncType* Kernel, bool CpuIndices>
 struct DeviceChecked;
 template <class Ret, class... Args, Ret (*Kernel)(Args...), bool CpuIndices>
 struct DeviceChecked<Ret(Args...), Kernel, CpuIndices> {
+  // The op's name for profilers, set at registration.
+  static inline const char* op_name = "";
+
   static Ret call(Args... args) {
     DeviceCheck check(CpuIndices);
     (check.see_argument(args), ...);
-    check.device();
+    const std::optional<c10::Device> device = check.device();
+    if (C10_UNLIKELY(collecting_device_activity())) {
+      DeviceActivityScope activity(
+          op_name, device.value_or(c10::Device(
+                       c10::DeviceType::PrivateUse1,
+                       static_cast<c10::DeviceIndex>(current_device()))));
+      return Kernel(std::forward<Args>(args)...);
+    }
     return Kernel(std::forward<Args>(args)...);
   }
 };
@@ -67,9 +79,11 @@ template <class FuncType, FuncType* Kernel>
 void register_kernel(torch::Library& aten, const char* qualified,
                      c10::CompileTimeFunctionPointer<FuncType, Kernel>) {
   if (takes_cpu_indices(qualified)) {
+    DeviceChecked<FuncType, Kernel, true>::op_name = qualified;
     aten.impl(qualified,
               TORCH_FN((DeviceChecked<FuncType, Kernel, true>::call)));
   } else {
+    DeviceChecked<FuncType, Kernel, false>::op_name = qualified;
     aten.impl(qualified,
               TORCH_FN((DeviceChecked<FuncType, Kernel, false>::call)));
   }

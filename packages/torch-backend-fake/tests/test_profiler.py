@@ -1,0 +1,110 @@
+"""PyTorch's profiler on the device: device time per op, Chrome traces.
+
+With ``ProfilerActivity.PrivateUse1`` core times every device kernel it
+launches with the runtime's events and hands the result to PyTorch's profiler
+(Kineto) as device activity linked to the op that launched it. Device time is
+measured for ops that run as device kernels: CI's zero-copy pass (no kernels)
+reruns this file with fake's device kernels on; its second pass has them on
+with discrete memory. Needs PyTorch 2.13+ (its PrivateUse1 profiler registry).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+from torch.profiler import ProfilerActivity, profile, record_function
+
+KERNELS = os.environ.get("TORCH_BACKEND_FAKE_KERNELS") == "1"
+HAS_REGISTRY = tuple(int(part) for part in torch.__version__.split(".")[:2]) >= (2, 13)
+DEVICE_ACTIVITIES = [ProfilerActivity.CPU, ProfilerActivity.PrivateUse1]
+
+needs_kernels = pytest.mark.skipif(not KERNELS, reason="device time is measured for device kernels (rerun below)")
+needs_registry = pytest.mark.skipif(not HAS_REGISTRY, reason="PyTorch < 2.13 has no PrivateUse1 profiler registry")
+
+
+def device_time(event: object) -> float:
+    return getattr(event, "device_time_total", 0.0)
+
+
+def profiled_step() -> profile:
+    a = torch.randn(192, 192, device="fake")
+    b = torch.randn(192, 192, device="fake")
+    torch.fake.synchronize()
+    with profile(activities=DEVICE_ACTIVITIES) as prof:
+        with record_function("my_block"):
+            c = torch.mm(a, b)
+            d = torch.add(c, a)
+            torch.fake.synchronize()
+    torch.testing.assert_close(d.cpu(), a.cpu() @ b.cpu() + a.cpu(), rtol=1e-4, atol=1e-4)
+    return prof
+
+
+@needs_registry
+@needs_kernels
+def test_matmul_and_add_have_device_time() -> None:
+    averages = {event.key: event for event in profiled_step().key_averages()}
+    for op in ("aten::mm", "aten::add"):
+        assert op in averages, sorted(averages)
+        assert device_time(averages[op]) > 0, (op, averages[op])
+    # The enclosing range holds its ops' device time.
+    assert device_time(averages["my_block"]) >= device_time(averages["aten::mm"])
+    assert "fake.synchronize" in averages
+
+
+@needs_registry
+@needs_kernels
+def test_chrome_trace_has_device_kernels_linked_to_their_ops(tmp_path: Path) -> None:
+    path = tmp_path / "trace.json"
+    profiled_step().export_chrome_trace(str(path))
+    events = json.loads(path.read_text())["traceEvents"]
+    kernels = [e for e in events if e.get("cat") == "kernel"]
+    assert {"mm", "add.Tensor"} <= {e["name"] for e in kernels}, sorted({e["name"] for e in kernels})
+    assert all(e["dur"] > 0 for e in kernels if e["name"] == "mm")
+    names = {e.get("name") for e in events if e.get("cat") in ("cpu_op", "user_annotation")}
+    assert {"aten::mm", "my_block", "fake.synchronize"} <= names
+    # Arrows from launching op to kernel, as for CUDA.
+    assert any(e.get("cat") == "ac2g" for e in events)
+
+
+@needs_registry
+@needs_kernels
+def test_backward_kernels_are_attributed() -> None:
+    weight = torch.randn(64, 64, device="fake", requires_grad=True)
+    inputs = torch.randn(32, 64, device="fake")
+    with profile(activities=DEVICE_ACTIVITIES) as prof:
+        (inputs @ weight).square().sum().backward()
+        torch.fake.synchronize()
+    averages = {event.key: event for event in prof.key_averages()}
+    assert device_time(averages["aten::mm"]) > 0
+    assert averages["aten::mm"].count >= 2  # forward and the weight's gradient
+
+
+def test_without_the_device_activity_nothing_is_timed_on_the_device() -> None:
+    a = torch.randn(64, 64, device="fake")
+    with profile(activities=[ProfilerActivity.CPU]) as prof:
+        torch.mm(a, a)
+        torch.fake.synchronize()
+    averages = {event.key: event for event in prof.key_averages()}
+    assert "aten::mm" in averages
+    assert all(device_time(event) == 0 for event in averages.values())
+    # The device keeps working after profiling sessions of either kind.
+    torch.testing.assert_close(torch.mm(a, a).cpu(), a.cpu() @ a.cpu())
+
+
+if not KERNELS:
+
+    def test_profiler_with_kernels_in_this_memory_mode() -> None:
+        # The first CI pass runs without device kernels: run this file again with them on.
+        out = subprocess.run(
+            [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", __file__, "-k", "not this_memory_mode"],
+            capture_output=True, text=True, timeout=600,
+            env=os.environ | {"TORCH_BACKEND": "fake", "TORCH_BACKEND_FAKE_KERNELS": "1"},
+        )  # fmt: skip
+        assert out.returncode == 0, out.stdout[-4000:] + out.stderr[-2000:]
+        assert " passed" in out.stdout and "failed" not in out.stdout
