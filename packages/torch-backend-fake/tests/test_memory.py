@@ -1,6 +1,7 @@
 """Caching allocator seen from Python: statistics, cache, limits, torch.accelerator."""
 
 import os
+import pickle
 import subprocess
 import sys
 
@@ -147,3 +148,95 @@ def test_record_stream_protects_memory_used_on_another_stream():
     # Once `side` is done, both blocks are free and reused: no new segment.
     assert {z.data_ptr(), w.data_ptr()} == {ptr, y_ptr}
     assert torch.fake.memory_stats()["num_device_alloc"] == device_allocs
+
+
+# --- history and snapshots (torch.<device>.memory, as torch.cuda.memory) ---
+
+
+def _train_a_little() -> None:
+    model = torch.nn.Sequential(torch.nn.Linear(64, 128), torch.nn.ReLU(), torch.nn.Linear(128, 8)).to("fake")
+    optimizer = torch.optim.Adam(model.parameters())
+    for _ in range(3):
+        optimizer.zero_grad()
+        model(torch.randn(32, 64, device="fake")).square().mean().backward()
+        optimizer.step()
+    torch.fake.synchronize()
+
+
+def test_snapshot_of_a_training_run_renders_in_pytorchs_memory_viz(tmp_path) -> None:
+    from torch.cuda import _memory_viz
+
+    torch.fake.memory._record_memory_history(max_entries=100_000)
+    try:
+        _train_a_little()
+        kept = torch.randn(1000, 1000, device="fake")
+        snapshot = torch.fake.memory._snapshot()
+    finally:
+        torch.fake.memory._record_memory_history(enabled=None)
+
+    segments = [s for s in snapshot["segments"] if s["device"] == 0]
+    assert sum(s["total_size"] for s in segments) == torch.fake.memory_reserved(0)
+    assert sum(s["allocated_size"] for s in segments) == torch.fake.memory_allocated(0)
+    for segment in segments:
+        assert sum(b["size"] for b in segment["blocks"]) == segment["total_size"]
+        addresses = [b["address"] for b in segment["blocks"]]
+        assert addresses == sorted(addresses) and addresses[0] == segment["address"]
+    kept_block = next(b for s in segments for b in s["blocks"] if b["address"] == kept.data_ptr())
+    assert kept_block["state"] == "active_allocated"
+    assert kept_block["requested_size"] == kept.numel() * kept.element_size()
+    assert any(frame["filename"] == __file__ for frame in kept_block["frames"])
+
+    trace = snapshot["device_traces"][0]
+    actions = {entry["action"] for entry in trace}
+    assert {"alloc", "free_requested", "free_completed"} <= actions
+    allocs = [e for e in trace if e["action"] == "alloc"]
+    assert any(frame["name"] == "_train_a_little" for e in allocs for frame in e["frames"])
+
+    # PyTorch's visualiser reads it; the dumped pickle is the same data.
+    assert "<html" in _memory_viz.trace_plot(snapshot).lower()
+    assert "<html" in _memory_viz.segment_plot(snapshot).lower()
+    path = tmp_path / "snapshot.pickle"
+    torch.fake.memory._record_memory_history()
+    torch.fake.memory._dump_snapshot(str(path))
+    torch.fake.memory._record_memory_history(enabled=None)
+    with open(path, "rb") as f:
+        dumped = pickle.load(f)
+    assert {"segments", "device_traces"} <= dumped.keys()
+    del kept
+
+
+def test_history_stops_and_state_mode_keeps_no_trace() -> None:
+    torch.fake.memory._record_memory_history(enabled="state")
+    try:
+        x = torch.randn(256, device="fake")
+        snapshot = torch.fake.memory._snapshot()
+    finally:
+        torch.fake.memory._record_memory_history(enabled=None)
+    assert all(len(trace) == 0 for trace in snapshot["device_traces"])
+    block = next(b for s in snapshot["segments"] for b in s["blocks"] if b["address"] == x.data_ptr())
+    assert block["frames"], "state mode still records where live blocks were allocated"
+    y = torch.randn(256, device="fake")
+    after = torch.fake.memory._snapshot()
+    assert all(len(trace) == 0 for trace in after["device_traces"])
+    block = next(b for s in after["segments"] for b in s["blocks"] if b["address"] == y.data_ptr())
+    assert block["frames"] == []
+
+
+@pytest.mark.parametrize(
+    "kwargs",
+    [{"enabled": "sometimes"}, {"context": "everything"}, {"stacks": "cpp"}, {"max_entries": -1}],
+)
+def test_record_memory_history_rejects_bad_arguments(kwargs: dict) -> None:
+    with pytest.raises(ValueError):
+        torch.fake.memory._record_memory_history(**kwargs)
+
+
+def test_memory_summary_reports_what_the_allocator_holds() -> None:
+    torch.fake.empty_cache()
+    x = torch.empty(3 << 20, dtype=torch.uint8, device="fake")
+    summary = torch.fake.memory.memory_summary()
+    allocated_row = next(line for line in summary.splitlines() if line.startswith("Allocated memory"))
+    assert "3.00 MiB" in allocated_row
+    for title in ("Reserved memory", "Allocations", "Reserved segments", "Device allocs"):
+        assert title in summary
+    del x

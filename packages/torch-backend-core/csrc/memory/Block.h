@@ -3,6 +3,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <memory_resource>
 #include <set>
 #include <unordered_set>
@@ -35,6 +36,7 @@ struct Block {
   int event_count = 0;  // pending record_stream events
   int gc_age = 0;       // garbage-collection rounds spent cached
   std::unordered_set<c10::Stream> stream_uses;
+  std::shared_ptr<void> context;  // of its allocation, while history records
 };
 
 // Free blocks ordered by (stream, size, address): the best fit on a stream is

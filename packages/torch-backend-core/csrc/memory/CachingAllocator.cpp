@@ -2,6 +2,7 @@
 // device. torch.accelerator.memory_* and torch.<device>.memory_* read it.
 #include <torch_backend/Allocator.h>
 
+#include <iterator>
 #include <memory>
 #include <mutex>
 #include <vector>
@@ -12,6 +13,7 @@
 
 #include "../runtime/Streams.h"
 #include "DeviceCachingAllocator.h"
+#include "History.h"
 
 namespace torch_backend {
 namespace {
@@ -138,6 +140,23 @@ DeviceSegment device_segment_of(const c10::DataPtr& data_ptr) {
 
 void set_memory_fraction(double fraction, c10::DeviceIndex device) {
   for_device(device).set_memory_fraction(fraction);
+}
+
+std::vector<MemorySegmentInfo> memory_segments() {
+  std::vector<MemorySegmentInfo> out;
+  for (const auto& device : all_devices()) {
+    std::vector<MemorySegmentInfo> segments = device->segments();
+    std::move(segments.begin(), segments.end(), std::back_inserter(out));
+  }
+  return out;
+}
+
+std::vector<std::vector<MemoryTraceEntry>> memory_traces() {
+  std::vector<std::vector<MemoryTraceEntry>> out;
+  for (size_t d = 0; d < all_devices().size(); ++d) {
+    out.push_back(allocator::trace_of(static_cast<int>(d)));
+  }
+  return out;
 }
 
 }  // namespace torch_backend

@@ -1,5 +1,7 @@
 #include "DeviceCachingAllocator.h"
 
+#include "History.h"
+
 #include <algorithm>
 #include <sstream>
 
@@ -89,6 +91,8 @@ size_t DeviceCachingAllocator::allowed_bytes() {
 }
 
 Block* DeviceCachingAllocator::malloc(size_t requested, c10::Stream stream) {
+  AllocationContext context =
+      recording_history() ? gather_allocation_context() : nullptr;
   Lock lock(mutex_);
   process_events(/*wait=*/false);
   const size_t size = round_size(requested);
@@ -116,6 +120,10 @@ Block* DeviceCachingAllocator::malloc(size_t requested, c10::Stream stream) {
       const bool fraction_limited =
           memory_fraction_ < 1.0 &&
           stats_.reserved_bytes[0].current + segment > allowed_bytes();
+      if (recording_history()) {
+        record_trace(device_, {MemoryTraceEntry::Action::Oom, 0, requested,
+                               stream.id(), 0, context});
+      }
       raise_out_of_memory(requested, segment, fraction_limited);
     }
   }
@@ -131,7 +139,47 @@ Block* DeviceCachingAllocator::malloc(size_t requested, c10::Stream stream) {
   if (block->size >= max_split_size_) {
     stats_.oversize_allocations.increase(1);
   }
+  if (recording_history()) {
+    block->context = std::move(context);
+    trace(MemoryTraceEntry::Action::Alloc, block);
+  }
   return block;
+}
+
+void DeviceCachingAllocator::trace(MemoryTraceEntry::Action action,
+                                   const Block* block) {
+  record_trace(device_, {action, reinterpret_cast<uintptr_t>(block->ptr),
+                         block->size, block->stream.id(), 0, block->context});
+}
+
+std::vector<MemorySegmentInfo> DeviceCachingAllocator::segments() {
+  Lock lock(mutex_);
+  std::vector<MemorySegmentInfo> out;
+  for (const auto& [base, head] : segment_heads_) {
+    MemorySegmentInfo segment;
+    segment.device = device_;
+    segment.address = base;
+    segment.stream = head->stream.id();
+    segment.is_large = !head->pool->is_small;
+    for (const Block* block = head; block != nullptr; block = block->next) {
+      MemoryBlockInfo info;
+      info.address = reinterpret_cast<uintptr_t>(block->ptr);
+      info.size = block->size;
+      segment.total_size += block->size;
+      if (block->allocated) {
+        info.state = MemoryBlockInfo::State::ActiveAllocated;
+        info.requested_size = block->requested_size;
+        info.context = block->context;
+      } else if (block->event_count > 0) {
+        info.state = MemoryBlockInfo::State::ActiveAwaitingFree;
+        info.requested_size = block->requested_size;
+        info.context = block->context;
+      }
+      segment.blocks.push_back(std::move(info));
+    }
+    out.push_back(std::move(segment));
+  }
+  return out;
 }
 
 Block* DeviceCachingAllocator::take_free_block(BlockPool& pool,
@@ -173,7 +221,12 @@ Block* DeviceCachingAllocator::new_segment(BlockPool& pool, c10::Stream stream,
   if (size >= max_split_size_) {
     stats_.oversize_segments.increase(1);
   }
-  return make_block(stream, size, &pool, ptr);
+  Block* block = make_block(stream, size, &pool, ptr);
+  segment_heads_[reinterpret_cast<uintptr_t>(ptr)] = block;
+  if (recording_history()) {
+    trace(MemoryTraceEntry::Action::SegmentAlloc, block);
+  }
+  return block;
 }
 
 bool DeviceCachingAllocator::should_split(const Block* block,
@@ -200,6 +253,9 @@ void DeviceCachingAllocator::split(Block* block, size_t size) {
 
 void DeviceCachingAllocator::free(Block* block) {
   Lock lock(mutex_);
+  if (recording_history()) {
+    trace(MemoryTraceEntry::Action::FreeRequested, block);
+  }
   block->allocated = false;
   const BlockPool& pool = *block->pool;
   update(stats_.allocation, pool, -1);
@@ -211,9 +267,19 @@ void DeviceCachingAllocator::free(Block* block) {
   }
   if (!block->stream_uses.empty()) {
     record_events(block);  // reusable once the other streams are done
-  } else if (!bin(block)) {
+    return;
+  }
+  completed_free(block);
+  if (!bin(block)) {
     free_block(block);
   }
+}
+
+void DeviceCachingAllocator::completed_free(Block* block) {
+  if (recording_history()) {
+    trace(MemoryTraceEntry::Action::FreeCompleted, block);
+  }
+  block->context.reset();
 }
 
 Block* DeviceCachingAllocator::take_binned(c10::Stream stream, size_t size) {
@@ -304,6 +370,8 @@ void DeviceCachingAllocator::merge_into(Block* dst, Block* src) {
     dst->prev = src->prev;
     if (dst->prev != nullptr) {
       dst->prev->next = dst;
+    } else {
+      segment_heads_[reinterpret_cast<uintptr_t>(dst->ptr)] = dst;
     }
   } else {
     dst->next = src->next;
@@ -366,6 +434,7 @@ void DeviceCachingAllocator::process_events(bool wait) {
     spare_events_.push_back(event);
     it = pending_events_.erase(it);
     if (--block->event_count == 0) {
+      completed_free(block);
       free_block(block);
     }
   }
@@ -374,6 +443,10 @@ void DeviceCachingAllocator::process_events(bool wait) {
 void DeviceCachingAllocator::release_segment(Block* block) {
   // Freed first: if the runtime fails, the segment stays cached and counted.
   TORCH_BACKEND_CHECK(active_runtime().free(block->ptr));
+  if (recording_history()) {
+    trace(MemoryTraceEntry::Action::SegmentFree, block);
+  }
+  segment_heads_.erase(reinterpret_cast<uintptr_t>(block->ptr));
   pool_erase(block);
   update(stats_.segment, *block->pool, -1);
   update(stats_.reserved_bytes, *block->pool,

@@ -3,6 +3,7 @@
 
 #include <array>
 #include <deque>
+#include <map>
 #include <memory_resource>
 #include <mutex>
 #include <unordered_map>
@@ -11,6 +12,7 @@
 
 #include <c10/core/CachingDeviceAllocator.h>
 
+#include <torch_backend/Allocator.h>
 #include <torch_backend/DeviceRuntime.h>
 
 #include "Block.h"
@@ -32,6 +34,8 @@ class DeviceCachingAllocator {
   void set_memory_fraction(double fraction);
   // The base and size of the segment (runtime allocation) `block` is part of.
   std::pair<void*, size_t> segment_of(const Block* block);
+  // Every segment with its blocks (torch.<device>.memory._snapshot).
+  std::vector<MemorySegmentInfo> segments();
 
   DeviceStats stats();
   void reset_peak_stats();
@@ -49,6 +53,8 @@ class DeviceCachingAllocator {
   bool should_split(const Block* block, size_t size) const;
   void split(Block* block, size_t size);
   void free_block(Block* block);
+  // A block becomes reusable: ends its allocation's history.
+  void completed_free(Block* block);
   Block* take_binned(c10::Stream stream, size_t size);
   bool bin(Block* block);
   void flush_bins();
@@ -62,6 +68,7 @@ class DeviceCachingAllocator {
   void pool_insert(Block* block);
   void pool_erase(Block* block);
   void record_events(Block* block);
+  void trace(MemoryTraceEntry::Action action, const Block* block);
   void process_events(bool wait);
   void release_cached_blocks();
   void release_segment(Block* block);
@@ -89,6 +96,8 @@ class DeviceCachingAllocator {
   double memory_fraction_ = 1.0;
   size_t total_memory_ = 0;
   std::deque<std::pair<EventHandle, Block*>> pending_events_;
+  // The first block of every segment, by base address (merges move it).
+  std::map<uintptr_t, Block*> segment_heads_;
   std::vector<EventHandle> spare_events_;
 };
 

@@ -18,6 +18,7 @@
 #include <torch_backend/Runtime.h>
 
 #include "../aten/kernels/OpTable.h"
+#include "MemoryHistory.h"
 #include "Serialization.h"
 #include "Sharing.h"
 #include "Shutdown.h"
@@ -243,4 +244,5 @@ PYBIND11_MODULE(_C, m) {
       },
       py::arg("device"));
   bind_sharing(m);
+  bind_memory_history(m);
 }

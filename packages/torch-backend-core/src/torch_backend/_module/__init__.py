@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import types
 
-from torch_backend._module import _devices, _memory, _random, _streams
+from torch_backend._module import _devices, _memory, _random, _snapshot, _streams
 
 _SUBMODULES = (_devices, _memory, _random, _streams)
 
@@ -19,4 +19,11 @@ def make_device_module(device_name: str) -> types.ModuleType:
     for source in _SUBMODULES:
         for name in source.__all__:
             setattr(module, name, getattr(source, name))
+    # torch.<device>.memory, as torch.cuda.memory: the allocator's functions
+    # and its history and snapshots.
+    memory = types.ModuleType(f"torch.{device_name}.memory", "Memory management (torch-backend).")
+    for source in (_memory, _snapshot):
+        for name in source.__all__:
+            setattr(memory, name, getattr(source, name))
+    module.memory = memory
     return module
