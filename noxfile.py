@@ -140,6 +140,7 @@ def bench(session: nox.Session) -> None:
     session.run("python", "-m", "torch_backend.bench", *session.posargs)
     allreduce_json = ROOT / "docs" / "bench" / "allreduce.json"
     session.run("python", "-m", "torch_backend.bench.allreduce", "--json", str(allreduce_json))
+    session.run("python", "-m", "torch_backend.bench.compile", "--json", str(ROOT / "docs" / "bench" / "compile.json"))
 
 
 def build_wheels(session: nox.Session, torch_version: str) -> Path:

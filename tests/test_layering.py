@@ -4,6 +4,7 @@ packages/torch-backend-core/csrc includes only from the layers below it.
     runtime      c10 and the device-symbol interface: devices, streams, guard, host sync
     memory       + the caching device and pinned host allocators
     aten         + ATen and torch/library.h: kernels, fallback, autocast, generator, hooks, activation
+    profiler     + PyTorch's profiler and Kineto's interface: device activity for torch.profiler
     distributed  + c10d
     python       + pybind11 and Python
 """
@@ -16,7 +17,7 @@ from pathlib import Path
 CSRC = Path(__file__).resolve().parents[1] / "packages" / "torch-backend-core" / "csrc"
 INCLUDE = re.compile(r'^\s*#\s*include\s*[<"]([^">]+)[">]', re.MULTILINE)
 
-LAYERS = ["runtime", "memory", "aten", "distributed", "python"]
+LAYERS = ["runtime", "memory", "aten", "profiler", "distributed", "python"]
 # Public headers (include/torch_backend/) by the layer that implements them.
 PUBLIC_HEADER_LAYER = {
     "DeviceRuntime.h": "runtime",
@@ -38,6 +39,16 @@ TORCH_ALLOWED = {
     # torch/headeronly sits below c10 (c10 includes it): the version macros
     # TorchCompat.h reads.
     "aten": ("ATen/", "torch/library.h", "torch/headeronly/version.h"),
+    # Kineto's headers are included by their own names, as PyTorch does.
+    "profiler": (
+        "ATen/",
+        "torch/library.h",
+        "torch/csrc/profiler/",
+        "ActivityType.h",
+        "IActivityProfiler.h",
+        "libkineto.h",
+        "output_base.h",
+    ),
     "distributed": ("ATen/", "torch/library.h", "torch/csrc/distributed/"),
     "python": ("ATen/", "torch/", "pybind11/", "Python.h"),
 }

@@ -8,7 +8,6 @@
 #include <torch_backend/Runtime.h>
 
 #include "../memory/HostAllocator.h"
-#include "../profiler/KinetoProfiler.h"
 #include "../runtime/Guard.h"
 #include "Registration.h"
 #include "kernels/KernelTable.h"
@@ -45,7 +44,6 @@ void activate(DeviceRuntime* runtime) {
   register_rnn_cells(*lib);  // where the backend brought none
   register_cpu_fallback();
   register_autocast();
-  register_device_profiler();
 }
 
 }  // namespace torch_backend

@@ -24,7 +24,7 @@
 #include <string>
 #include <vector>
 
-#include "DeviceActivity.h"
+#include "../runtime/DeviceActivity.h"
 #endif
 
 namespace torch_backend {

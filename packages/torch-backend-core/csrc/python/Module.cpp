@@ -18,6 +18,7 @@
 #include <torch_backend/Runtime.h>
 
 #include "../aten/kernels/OpTable.h"
+#include "../profiler/KinetoProfiler.h"
 #include "MemoryHistory.h"
 #include "Serialization.h"
 #include "Sharing.h"
@@ -48,6 +49,7 @@ void activate_loaded() {
   TORCH_CHECK(g_loaded != nullptr, "no device library has been loaded");
   activate(g_loaded);
   register_metadata_serialization();
+  register_device_profiler();
 }
 
 void synchronize(int device) {

@@ -17,7 +17,7 @@
 #include <torch_backend/DeviceKernels.h>
 #include <torch_backend/Runtime.h>
 
-#include "../../profiler/DeviceActivity.h"
+#include "../../runtime/DeviceActivity.h"
 #include "../DeviceCheck.h"
 
 namespace torch_backend {

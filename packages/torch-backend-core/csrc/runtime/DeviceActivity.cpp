@@ -8,7 +8,7 @@
 
 #include <torch_backend/Runtime.h>
 
-#include "../runtime/Streams.h"
+#include "Streams.h"
 
 namespace torch_backend {
 
