@@ -4,8 +4,9 @@ traced without graph breaks, and Inductor's kernels.
 Fake's zero-copy memory is host-addressable, so core gives Inductor's C++ code
 generation to it: the compiled MLP and Transformer (forward, backward, an
 optimizer step) must give CPU's values. Where memory is not host-addressable
-(the discrete pass) Inductor must refuse with a clear error and the eager
-kernels path (``backend="aot_eager"``) must still work. CI's zero-copy pass
+(the discrete pass) Inductor runs graphs whose every op it leaves to the
+backend's eager kernels (``options={"fallback_by_default": True}``), refuses
+others with a clear error, and ``backend="aot_eager"`` works. CI's zero-copy pass
 also reruns this file with device kernels on, where matmuls run on the
 device's stream and the C++ kernels must wait for them.
 """
@@ -125,14 +126,18 @@ def train(model: nn.Module, inputs: torch.Tensor, step: Callable[..., torch.Tens
     return losses
 
 
+# Inductor with every op left to ATen: the path for a device Inductor has no kernels for.
+ON_EAGER_KERNELS = {"options": {"fallback_by_default": True}}
+
+
 @pytest.mark.parametrize("mode", ["default", "reduce-overhead"])
 @pytest.mark.parametrize("workload", WORKLOADS)
-@pytest.mark.parametrize("compiler", ["aot_eager", "inductor"])
+@pytest.mark.parametrize("compiler", ["aot_eager", "inductor", "inductor-on-eager-kernels"])
 def test_compiled_training_matches_cpu_eager(workload: str, mode: str, compiler: str) -> None:
     if compiler == "inductor" and DISCRETE:
         pytest.skip("Inductor's kernels need host-addressable memory (see the refusal test)")
-    if compiler == "aot_eager" and mode != "default":
-        pytest.skip("modes are Inductor's")
+    if compiler != "inductor" and mode != "default":
+        pytest.skip("one mode is enough where Inductor generates no kernels")
     build, shape = WORKLOADS[workload]
     torch.manual_seed(0)
     reference = build()
@@ -142,7 +147,9 @@ def test_compiled_training_matches_cpu_eager(workload: str, mode: str, compiler:
     inputs = torch.randn(*shape, generator=torch.Generator().manual_seed(1))
 
     expected = train(reference, inputs, reference)
-    options = {"backend": compiler} if compiler != "inductor" else {"mode": mode}
+    options = {"inductor": {"mode": mode}, "inductor-on-eager-kernels": ON_EAGER_KERNELS}.get(
+        compiler, {"backend": compiler}
+    )
     got = train(model, inputs.to(DEVICE), torch.compile(model, **options))
 
     torch.testing.assert_close(got, expected, **TOLERANCE)
@@ -167,7 +174,7 @@ def test_host_kernels_wait_for_the_device_stream() -> None:
 @pytest.mark.skipif(not DISCRETE, reason="Inductor compiles where memory is host-addressable")
 def test_inductor_refuses_clearly_where_memory_is_not_host_addressable() -> None:
     x = torch.randn(16, device=DEVICE)
-    with pytest.raises(Exception, match=r"cannot generate kernels for 'fake'.*aot_eager"):
+    with pytest.raises(Exception, match=r"cannot generate kernels for 'fake'.*fallback_by_default.*aot_eager"):
         torch.compile(lambda t: (t.sin() * 2).sum())(x)
 
 

@@ -7,9 +7,10 @@ compiler is first imported, never at ``import torch``:
 - a backend whose memory host code may dereference gets Inductor's C++ code
   generation, its kernels computing on device memory once the stream's queued
   work is done (``HostKernelWrapper``);
-- any other backend gets a scheduler that refuses with a clear error naming
-  what does work: ``torch.compile(backend="aot_eager")``, which runs the
-  backend's eager kernels on the traced graph.
+- any other backend gets no kernels of Inductor's: graphs whose every op
+  Inductor leaves to ATen (``options={"fallback_by_default": True}``) run on
+  the backend's eager kernels, and a graph that needs a generated kernel
+  fails with a clear error naming that option and ``backend="aot_eager"``.
 
 Which of these applies is part of Inductor's cache key (``CodegenIdentity``),
 so compiled code cached for one kind of memory is never reused for another.
@@ -82,16 +83,81 @@ def codegen_identity(identity: str) -> Any:
 
 
 def no_codegen(device_name: str) -> InductorCodegen:
-    """For a device Inductor cannot generate kernels for: a clear error at compile time."""
+    """For a device Inductor cannot generate kernels for.
+
+    Graphs whose every op Inductor leaves to ATen (``options={"fallback_by_default":
+    True}``) run on the backend's eager kernels; a graph that needs a generated
+    kernel fails with a clear error naming the ways that work.
+    """
+    import sympy
     from torch._inductor.codegen.wrapper import PythonWrapperCodegen
+    from torch._inductor.scheduler import BaseScheduling
 
-    class NoKernelScheduling:
-        def __init__(self, scheduler: Any) -> None:
-            raise NotImplementedError(
-                f"torch-backend: Inductor cannot generate kernels for '{device_name}': its memory is not "
-                "host-addressable and the backend supplies no code generator (Backend.inductor). "
-                "torch.compile(model, backend='aot_eager') traces the same graphs and runs them on the "
-                "backend's eager kernels."
-            )
+    message = (
+        f"torch-backend: Inductor cannot generate kernels for '{device_name}': its memory is not "
+        "host-addressable and the backend supplies no code generator (Backend.inductor). "
+        "torch.compile(model, options={'fallback_by_default': True}) runs Inductor's graphs on the "
+        "backend's eager kernels; torch.compile(model, backend='aot_eager') traces the same graphs "
+        "and runs them eagerly."
+    )
 
-    return InductorCodegen(NoKernelScheduling, PythonWrapperCodegen, PythonWrapperCodegen)
+    class NoKernelScheduling(BaseScheduling):
+        def group_fn(self, sizes: Any) -> Any:
+            return tuple(sympy.Mul(*size) for size in sizes)
+
+        def can_fuse_vertical(self, node1: Any, node2: Any) -> bool:
+            return False
+
+        def can_fuse_horizontal(self, node1: Any, node2: Any) -> bool:
+            return False
+
+        def codegen_node(self, node: Any) -> None:
+            raise NotImplementedError(message)
+
+        def codegen_template(self, *args: Any, **kwargs: Any) -> Any:
+            raise NotImplementedError(message)
+
+        def codegen_sync(self) -> None:
+            pass
+
+        def flush(self) -> None:
+            pass
+
+    return InductorCodegen(
+        NoKernelScheduling,
+        PythonWrapperCodegen,
+        PythonWrapperCodegen,
+        device_op_overrides=device_op_overrides(device_name),
+    )
+
+
+def device_op_overrides(device_name: str) -> Any:
+    """How generated wrapper code names the device's calls: guard, streams, synchronize."""
+    from torch._inductor.codegen.common import DeviceOpOverrides
+
+    module = f"torch.{device_name}"
+
+    class BackendDeviceOps(DeviceOpOverrides):
+        def import_get_raw_stream_as(self, name: str) -> str:
+            return f"from torch_backend._inductor import raw_stream as {name}"
+
+        def set_device(self, device_idx: int) -> str:
+            return f"{module}.set_device({device_idx})"
+
+        def synchronize(self) -> str:
+            return f"{module}.synchronize()"
+
+        def device_guard(self, device_idx: int) -> str:
+            return f"{module}.device({device_idx})"
+
+        def current_stream(self) -> str:
+            return f"{module}.current_stream()"
+
+    return BackendDeviceOps()
+
+
+def raw_stream(device_index: int) -> int:
+    """The current stream's id on ``device_index`` (what generated code calls get_raw_stream)."""
+    import torch
+
+    return torch.accelerator.current_stream(device_index).stream_id

@@ -10,13 +10,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from torch_backend._inductor import InductorCodegen
+from torch_backend._inductor import InductorCodegen, device_op_overrides
 
 
 def host_kernel_codegen(device_name: str) -> InductorCodegen:
     """Inductor's C++ kernels on host-addressable device memory."""
     import torch
-    from torch._inductor.codegen.common import DeviceOpOverrides
     from torch._inductor.codegen.cpp import CppScheduling
     from torch._inductor.codegen.cpp_wrapper_cpu import CppWrapperCpu
     from torch._inductor.codegen.wrapper import PythonWrapperCodegen, SubgraphPythonWrapperCodegen
@@ -109,32 +108,9 @@ def host_kernel_codegen(device_name: str) -> InductorCodegen:
             with config.patch(cuda_backend="cpp"):
                 super().flush()
 
-    class HostDeviceOps(DeviceOpOverrides):
-        def import_get_raw_stream_as(self, name: str) -> str:
-            return f"from torch_backend._inductor_host import raw_stream as {name}"
-
-        def set_device(self, device_idx: int) -> str:
-            return f"{module}.set_device({device_idx})"
-
-        def synchronize(self) -> str:
-            return f"{module}.synchronize()"
-
-        def device_guard(self, device_idx: int) -> str:
-            return f"{module}.device({device_idx})"
-
-        def current_stream(self) -> str:
-            return f"{module}.current_stream()"
-
     return InductorCodegen(
         scheduling=HostKernelScheduling,
         python_wrapper=HostKernelWrapper,
         cpp_wrapper=CppWrapperCpu,
-        device_op_overrides=HostDeviceOps(),
+        device_op_overrides=device_op_overrides(device_name),
     )
-
-
-def raw_stream(device_index: int) -> int:
-    """The current stream's id on ``device_index`` (what generated code calls get_raw_stream)."""
-    import torch
-
-    return torch.accelerator.current_stream(device_index).stream_id

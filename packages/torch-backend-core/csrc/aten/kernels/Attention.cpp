@@ -207,6 +207,35 @@ std::tuple<Tensor, Tensor, Tensor, Tensor> backward(
           wanted(std::move(grad_value), 2), Tensor()};
 }
 
+// Shapes of the backward's results, for compiled graphs (FakeTensor), where
+// PyTorch has no meta function for it (2.11): laid out as the inputs, as
+// later releases' meta function has them.
+std::tuple<Tensor, Tensor, Tensor, Tensor> backward_meta(
+    const Tensor& /*grad_out*/, const Tensor& query, const Tensor& key,
+    const Tensor& value, const Tensor& bias,
+    std::array<bool, 4> /*grad_input_mask*/, const Tensor& /*out*/,
+    const Tensor& /*logsumexp*/, const Tensor& /*cum_seq_q*/,
+    const Tensor& /*cum_seq_k*/, c10::SymInt /*max_q*/, c10::SymInt /*max_k*/,
+    double /*dropout_p*/, bool /*is_causal*/, const Tensor& /*philox_seed*/,
+    const Tensor& /*philox_offset*/, std::optional<double> /*scale*/) {
+  return {at::empty_like(query), at::empty_like(key), at::empty_like(value),
+          bias.defined() ? at::empty_like(bias) : Tensor()};
+}
+
+void register_backward_meta_if_missing() {
+  const char* name =
+      "aten::_scaled_dot_product_fused_attention_overrideable_backward";
+  const auto op = c10::Dispatcher::singleton().findOp({name, ""});
+  if (op && op->hasKernelForDispatchKey(c10::DispatchKey::Meta)) {
+    return;
+  }
+  static auto* meta = new torch::Library(torch::Library::IMPL, "aten",
+                                         c10::DispatchKey::Meta, __FILE__,
+                                         __LINE__);  // leaked, like core's own
+  meta->impl("_scaled_dot_product_fused_attention_overrideable_backward",
+             TORCH_FN(backward_meta));
+}
+
 }  // namespace
 
 std::vector<std::string> register_attention_kernels(torch::Library& aten) {
@@ -223,6 +252,7 @@ std::vector<std::string> register_attention_kernels(torch::Library& aten) {
   register_kernel(aten,
                   "_scaled_dot_product_fused_attention_overrideable_backward",
                   TORCH_FN(backward));
+  register_backward_meta_if_missing();
   registered.insert(registered.end(),
                     {"_scaled_dot_product_fused_attention_overrideable",
                      "_scaled_dot_product_fused_attention_overrideable_"
