@@ -91,6 +91,11 @@ def make_tests_session(backend: str) -> None:
             env={"TORCH_BACKEND": backend},
         )  # fmt: skip
         session.run("python", "-m", "torch_backend.bench.allreduce", "--quick", env={"TORCH_BACKEND": backend})
+        for quick in ("separate", "compile"):
+            session.run(
+                "python", "-m", f"torch_backend.bench.{quick}", "--quick",
+                "--json", str(ROOT / "build" / f"bench-{quick}-smoke.json"), env={"TORCH_BACKEND": backend},
+            )  # fmt: skip
 
 
 make_tests_session("fake")
@@ -140,6 +145,9 @@ def bench(session: nox.Session) -> None:
     session.run("python", "-m", "torch_backend.bench", *session.posargs)
     allreduce_json = ROOT / "docs" / "bench" / "allreduce.json"
     session.run("python", "-m", "torch_backend.bench.allreduce", "--json", str(allreduce_json))
+    session.run(
+        "python", "-m", "torch_backend.bench.separate", "--json", str(ROOT / "docs" / "bench" / "separate.json")
+    )
     session.run("python", "-m", "torch_backend.bench.compile", "--json", str(ROOT / "docs" / "bench" / "compile.json"))
 
 

@@ -96,7 +96,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeats", type=int, default=7)
     parser.add_argument("--iterations", type=int, default=5, help="steps per timing")
     parser.add_argument("--json", default="bench-results/compile.json")
+    parser.add_argument("--quick", action="store_true", help="smoke mode for CI: figures meaningless")
     args = parser.parse_args(argv)
+    if args.quick:
+        args.repeats, args.iterations = 1, 1
     if args.device is None:
         parser.error("no backend is active; pass --device")
     device = torch.device(args.device, 0)

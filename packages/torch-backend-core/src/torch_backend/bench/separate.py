@@ -1,0 +1,185 @@
+"""``python -m torch_backend.bench.separate``: device vs CPU, each in its own process.
+
+The in-process table (``python -m torch_backend.bench``) interleaves the device
+and the CPU in one process, where the backend's threads and PyTorch's spinning
+OpenMP workers share the cores with the CPU case. This one answers "how fast
+is training on this device" as a user who trains only on it sees it: the
+device case runs in a process that uses only the device, the CPU case in a
+process with no backend active (``TORCH_BACKEND=none``), alternated process
+by process. Ratios are per round (device / CPU, each the best of its
+repeats), reported as median and interquartile spread.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import torch
+from torch import nn
+
+Step = Callable[[], object]
+
+
+def _train_step(model: nn.Module, inputs: torch.Tensor, targets: torch.Tensor) -> Step:
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
+    loss_fn = nn.CrossEntropyLoss()
+
+    def step() -> None:
+        for _ in range(200):
+            optimizer.zero_grad()
+            loss_fn(model(inputs), targets).backward()
+            optimizer.step()
+
+    return step
+
+
+def mlp_step(device: torch.device) -> Step:
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(32, 64), nn.Tanh(), nn.Linear(64, 64), nn.Tanh(), nn.Linear(64, 10)).to(device)
+    return _train_step(model, torch.randn(16, 32, device=device), torch.randint(0, 10, (16,), device=device))
+
+
+def cnn_step(device: torch.device) -> Step:
+    torch.manual_seed(0)
+    model = nn.Sequential(
+        nn.Conv2d(3, 8, 3, padding=1), nn.BatchNorm2d(8), nn.ReLU(), nn.MaxPool2d(2),
+        nn.Conv2d(8, 16, 3, padding=1), nn.BatchNorm2d(16), nn.ReLU(), nn.AdaptiveAvgPool2d(1), nn.Flatten(),
+        nn.Linear(16, 10),
+    ).to(device)  # fmt: skip
+    return _train_step(model, torch.randn(8, 3, 16, 16, device=device), torch.randint(0, 10, (8,), device=device))
+
+
+def transformer_step(device: torch.device) -> Step:
+    torch.manual_seed(0)
+    layer = nn.TransformerEncoderLayer(32, 4, dim_feedforward=64, dropout=0.0, batch_first=True)
+    model = nn.Sequential(
+        nn.TransformerEncoder(layer, 2, enable_nested_tensor=False), nn.Flatten(), nn.Linear(8 * 32, 10)
+    )
+    model.to(device)
+    return _train_step(model, torch.randn(4, 8, 32, device=device), torch.randint(0, 10, (4,), device=device))
+
+
+def add_small(device: torch.device) -> Step:
+    x, y = torch.randn(16, device=device), torch.randn(16, device=device)
+
+    def run() -> None:
+        for _ in range(10_000):
+            torch.add(x, y)
+
+    return run
+
+
+@dataclass(frozen=True)
+class SeparateCase:
+    name: str
+    make: Callable[[torch.device], Step]
+    target: float  # device / CPU time, at most
+    per: int  # repetitions inside one timing, to report time per step / op
+
+
+CASES = [
+    SeparateCase("MLP 32-64-64-10 step", mlp_step, 1.5, 200),
+    SeparateCase("CNN+BatchNorm step", cnn_step, 1.5, 200),
+    SeparateCase("Transformer 2-layer step", transformer_step, 1.5, 200),
+    SeparateCase("add, 16 elements", add_small, 1.2, 10_000),
+]
+
+
+@dataclass(frozen=True)
+class SeparateResult:
+    case: str
+    device_s: float  # per step / op, median over rounds
+    cpu_s: float
+    ratio: float
+    spread: float
+    target: float
+
+    @property
+    def met(self) -> bool:
+        return self.ratio <= self.target
+
+
+def worker(case_name: str, device_name: str, repeats: int) -> float:
+    """Best time of ``repeats`` timings of one case, in this process."""
+    from torch_backend.bench._runner import _time_once
+
+    case = next(c for c in CASES if c.name == case_name)
+    device = torch.device(device_name, 0) if device_name != "cpu" else torch.device("cpu")
+    step = case.make(device)
+    _time_once(step, device)  # warm-up
+    return min(_time_once(step, device) for _ in range(repeats)) / case.per
+
+
+def _run_worker(case: SeparateCase, device_name: str, backend: str, repeats: int) -> float:
+    env = os.environ | {"TORCH_BACKEND": backend}
+    out = subprocess.run(
+        [sys.executable, "-m", "torch_backend.bench.separate", "--worker", case.name, "--device", device_name,
+         "--repeats", str(repeats)],
+        capture_output=True, text=True, env=env, timeout=900, check=False,
+    )  # fmt: skip
+    if out.returncode != 0:
+        raise RuntimeError(f"{case.name} on {device_name} failed ({out.returncode}): {out.stderr[-2000:]}")
+    return float(out.stdout.strip().splitlines()[-1])
+
+
+def measure(case: SeparateCase, device_name: str, rounds: int, repeats: int) -> SeparateResult:
+    device_times, cpu_times, ratios = [], [], []
+    for _ in range(rounds):
+        d = _run_worker(case, device_name, device_name, repeats)
+        c = _run_worker(case, "cpu", "none", repeats)
+        device_times.append(d)
+        cpu_times.append(c)
+        ratios.append(d / c)
+    quartiles = statistics.quantiles(ratios, n=4) if len(ratios) > 1 else [ratios[0]] * 3
+    return SeparateResult(
+        case.name, statistics.median(device_times), statistics.median(cpu_times), statistics.median(ratios),
+        quartiles[2] - quartiles[0], case.target,
+    )  # fmt: skip
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--device", help="device type (default: the active backend)")
+    parser.add_argument("--rounds", type=int, default=5, help="device/CPU process pairs per case")
+    parser.add_argument("--repeats", type=int, default=7, help="timings per process (best is kept)")
+    parser.add_argument("--quick", action="store_true", help="smoke mode for CI: figures meaningless")
+    parser.add_argument("--json", default="bench-results/separate.json")
+    parser.add_argument("--case", action="append", help="run only cases whose name contains this")
+    parser.add_argument("--worker", help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.worker:
+        print(worker(args.worker, args.device, args.repeats))
+        return 0
+    import torch_backend
+
+    active = torch_backend.active_backend()
+    device_name = args.device or (active.name if active else None)
+    if device_name is None:
+        parser.error("no backend is active; pass --device")
+    rounds, repeats = (1, 1) if args.quick else (args.rounds, args.repeats)
+    cases = [c for c in CASES if not args.case or any(k in c.name for k in args.case)]
+    results = [measure(case, device_name, rounds, repeats) for case in cases]
+    header = f"{'case (separate processes)':<28}{device_name + ' (s)':>12}{'cpu (s)':>12}"
+    print(f"{header}{'ratio':>8}{'spread':>8}{'target':>10}  met?")
+    for r in results:
+        print(
+            f"{r.case:<28}{r.device_s:>12.6f}{r.cpu_s:>12.6f}{r.ratio:>8.2f}{r.spread:>8.2f}"
+            f"{'<=':>4}{r.target:>6.2f}  {'yes' if r.met else 'NO'}"
+        )
+    out = Path(args.json)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps([asdict(r) | {"met": r.met} for r in results], indent=2))
+    print(f"wrote {out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
