@@ -112,23 +112,21 @@ def check_fresh_venv(wheels: list[Path], scratch: Path, requirements: list[str])
 
 
 def check_third_party_build(python: Path, work: Path) -> None:
-    """A backend outside this repo finds the installed core with find_package and links it."""
+    """A backend outside this repo builds with the installed core alone: its hatch plugin runs
+    CMake, find_package finds core's CMake package, and the library loads through core."""
+    fake = ROOT / "packages" / "torch-backend-fake"
     project = work / "third_party_backend"
-    shutil.copytree(ROOT / "packages" / "torch-backend-fake" / "csrc", project / "csrc")
-    shutil.copy(ROOT / "packages" / "torch-backend-fake" / "CMakeLists.txt", project)
-    prefix = run(python, "-c", "import torch_backend; print(torch_backend.cmake_prefix_path)", cwd=work).strip()
-    build = project / "build"
-    configure = [
-        "cmake", "-S", str(project), "-B", str(build), "-G", "Ninja",
-        f"-DCMAKE_PREFIX_PATH={prefix}", f"-DPython_EXECUTABLE={python}",
-    ]  # fmt: skip
-    subprocess.run(configure, check=True)
-    subprocess.run(["cmake", "--build", str(build)], check=True)
-    library = build / "libtorch_backend_fake.so"
+    ignore = shutil.ignore_patterns("build", "lib", "*.so", "_build_info.json", "__pycache__", "tests")
+    shutil.copytree(fake, project, ignore=ignore)
+    wheel = [str(python), "-m", "pip", "wheel", "-q", "--no-build-isolation", "--no-deps", "-w", "dist", "."]
+    subprocess.run(wheel, cwd=project, check=True)
+    if not list((project / "dist").glob("torch_backend_fake-*.whl")):
+        fail("the third-party backend's wheel was not built")
+    library = next((project / "build").glob("wheel-torch*/staging/lib/libtorch_backend_fake.so"))
     load = f"import torch_backend._C as C; C._load_device_library({str(library)!r}); print(C._loaded_device_count())"
     if run(python, "-c", load, cwd=work).strip() != "2":
         fail("third-party device library did not load through core")
-    print("ok: third-party backend built against the installed CMake package and loaded")
+    print("ok: third-party backend built with core's hatch plugin and CMake package, and loaded")
 
 
 def main() -> None:

@@ -1,12 +1,14 @@
-"""Hatch build hook: the CMake build logic lives once, in the repo's shared/."""
+"""Core's own build hook: the one core installs for backends, loaded from this source tree
+(a package cannot use a plugin it has not installed yet)."""
 
-import sys
+import importlib.util
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "shared" / "hatch"))
+_HOOK = Path(__file__).resolve().parent / "src" / "torch_backend" / "_build" / "cmake_build_hook.py"
+_spec = importlib.util.spec_from_file_location("torch_backend_cmake_build_hook", _HOOK)
+_module = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(_module)
 
-from cmake_build_hook import CMakeBuildHook
 
-
-def get_build_hook() -> type[CMakeBuildHook]:
-    return CMakeBuildHook
+def get_build_hook() -> type:
+    return _module.CMakeBuildHook

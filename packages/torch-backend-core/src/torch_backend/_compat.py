@@ -17,7 +17,7 @@ from typing import Any
 
 #: The torch releases (major, minor) core builds and is tested against, inclusive.
 SUPPORTED_TORCH = ((2, 11), (2, 15))
-#: What the build hook (shared/hatch) writes into every compiled package.
+#: What the build hook (torch_backend/_build) writes into every compiled package.
 BUILD_INFO = "_build_info.json"
 
 

@@ -1,4 +1,8 @@
-"""Hatchling build hook shared by every torch-backend package.
+"""Hatchling build hook of every torch-backend package (core's own included).
+
+Backends use it as the ``torch-backend`` hatch plugin that torch-backend-core
+installs (``[tool.hatch.build.hooks.torch-backend]``); core, which cannot
+depend on itself, loads this file from its source tree (its hatch_build.py).
 
 It configures, builds and installs the package's CMakeLists.txt with Ninja
 (and ccache when present), then hands the installed files to hatchling:
@@ -23,8 +27,6 @@ from pathlib import Path
 from typing import Any
 
 from hatchling.builders.hooks.plugin.interface import BuildHookInterface
-
-SHARED_DIR = Path(__file__).resolve().parents[1]
 
 
 def _package_dir(name: str) -> str | None:
@@ -54,7 +56,7 @@ def _run(cmd: list[str], cwd: Path) -> None:
 
 
 class CMakeBuildHook(BuildHookInterface):
-    PLUGIN_NAME = "custom"
+    PLUGIN_NAME = "torch-backend"
 
     def initialize(self, version: str, build_data: dict[str, Any]) -> None:
         root = Path(self.root)
@@ -100,7 +102,6 @@ class CMakeBuildHook(BuildHookInterface):
             "-DCMAKE_BUILD_TYPE=Release",
             f"-DPython_EXECUTABLE={sys.executable}",
             f"-DTORCH_ROOT={torch_root}",
-            f"-DTORCH_BACKEND_SHARED_DIR={SHARED_DIR}",
             *extra,
         ]  # fmt: skip
 

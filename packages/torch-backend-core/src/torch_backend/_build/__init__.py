@@ -1,0 +1,1 @@
+"""Build support core ships for backend packages (used at build time only)."""
