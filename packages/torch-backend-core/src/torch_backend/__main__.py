@@ -92,15 +92,18 @@ def ops_report() -> str:
     return "\n".join(lines)
 
 
-def main() -> int:
-    args = sys.argv[1:]
-    if args in ([], ["report"]):
-        print(report())
-    elif args == ["ops"]:
-        print(ops_report())
-    else:
-        print("usage: python -m torch_backend [report | ops]", file=sys.stderr)
-        return 2
+def main(argv: list[str] | None = None) -> int:
+    import argparse
+
+    parser = argparse.ArgumentParser(
+        prog="torch-backend",
+        description="torch-backend: the installed PyTorch backends, which one is active, and its ops.",
+    )
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND")
+    commands.add_parser("report", help="installed backends, availability and the active devices (the default)")
+    commands.add_parser("ops", help="which ops run on the active backend's device kernels, which on the CPU fallback")
+    args = parser.parse_args(sys.argv[1:] if argv is None else argv)
+    print(ops_report() if args.command == "ops" else report())
     return 0
 
 

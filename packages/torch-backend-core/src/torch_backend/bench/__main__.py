@@ -10,6 +10,7 @@ from pathlib import Path
 
 import torch
 
+from torch_backend.bench._chart import plot
 from torch_backend.bench._import_cost import import_cost_ms
 from torch_backend.bench._runner import Result, run_cases
 from torch_backend.bench.cases import CASES
@@ -23,30 +24,6 @@ def print_table(results: list[Result], device: str) -> None:
             f"{r.case:<28}{r.device_s:>12.5f}{r.cpu_s:>12.5f}{r.ratio:>8.2f}{r.spread:>8.2f}"
             f"{sign:>4}{r.target:>6.2f}  {'yes' if r.met else 'NO'}"
         )
-
-
-def plot(results: list[Result], path: Path, device: str) -> bool:
-    try:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
-        print("matplotlib is not installed: no chart (pip install matplotlib)")
-        return False
-    ratios = [r for r in results if not r.case.startswith("autoload")]
-    fig, ax = plt.subplots(figsize=(9, 0.45 * len(ratios) + 1.5))
-    names = [r.case for r in ratios]
-    ax.barh(names, [r.ratio for r in ratios], xerr=[r.spread / 2 for r in ratios],
-            color=["tab:green" if r.met else "tab:red" for r in ratios])  # fmt: skip
-    ax.scatter([r.target for r in ratios], names, marker="|", s=300, color="black", label="target", zorder=3)
-    ax.axvline(1.0, color="gray", linewidth=0.8)
-    ax.invert_yaxis()
-    ax.set_xlabel(f"{device} vs CPU (time cases: device/CPU, lower is better; throughput: higher is better)")
-    ax.legend(loc="lower right")
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    return True
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -75,7 +52,9 @@ def main(argv: list[str] | None = None) -> int:
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps([asdict(r) | {"met": r.met} for r in results], indent=2))
     chart = out.with_suffix(".png")
-    if plot(results, chart, device.type):
+    ratios = [r for r in results if not r.case.startswith("autoload")]
+    xlabel = f"{device.type} vs CPU (time cases: device/CPU, lower is better; throughput: higher is better)"
+    if plot(ratios, chart, xlabel):
         print(f"wrote {out} and {chart}")
     return 0
 

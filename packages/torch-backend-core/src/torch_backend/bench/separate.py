@@ -25,6 +25,8 @@ from pathlib import Path
 import torch
 from torch import nn
 
+from torch_backend.bench._chart import plot
+
 Step = Callable[[], object]
 
 
@@ -177,6 +179,10 @@ def main(argv: list[str] | None = None) -> int:
     out = Path(args.json)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps([asdict(r) | {"met": r.met} for r in results], indent=2))
+    chart = out.with_suffix(".png")
+    xlabel = f"{device_name} vs CPU, separate processes (device time / CPU time, lower is better)"
+    if plot(results, chart, xlabel):
+        print(f"wrote {chart}")
     print(f"wrote {out}")
     return 0
 
