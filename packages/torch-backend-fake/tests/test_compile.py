@@ -89,6 +89,23 @@ def test_device_module_calls_trace_without_graph_breaks(compiler: str) -> None:
     torch.testing.assert_close(compiled(x, side, done), device_calls(x, side, done))
 
 
+def streams_made_inside(x: torch.Tensor) -> torch.Tensor:
+    side, done = torch.fake.Stream(), torch.fake.Event()
+    side.wait_stream(torch.fake.current_stream())
+    with torch.fake.stream(side):
+        y = x + 1
+    done.record(side)
+    torch.fake.current_stream().wait_event(done)
+    return y * torch.fake.device_count()
+
+
+@pytest.mark.parametrize("compiler", COMPILERS)
+def test_streams_and_events_made_inside_compiled_code(compiler: str) -> None:
+    x = torch.randn(8, device=DEVICE)
+    compiled = torch.compile(streams_made_inside, backend=compiler, fullgraph=True)
+    torch.testing.assert_close(compiled(x), streams_made_inside(x))
+
+
 def test_current_device_is_guarded() -> None:
     if torch.fake.device_count() < 2:
         pytest.skip("needs two devices")

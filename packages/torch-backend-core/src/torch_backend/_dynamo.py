@@ -125,6 +125,17 @@ def _register_traceable_functions(module: ModuleType, device_name: str) -> None:
         else:
             torch.accelerator.synchronize(traced_device(device))
 
+    # The native calls the module's helpers make (device index checks,
+    # refusing forked children): the same answers, traceable.
+    from torch_backend import _C
+
+    @substitute_in_graph(_C.current_device, skip_signature_check=True)
+    def native_current_device() -> int:
+        return torch.accelerator.current_device_index()
+
+    for native in (_C._in_bad_fork, _C.device_count):
+        substitute_in_graph(native, can_constant_fold_through=True, skip_signature_check=True)(_calling(native))
+
     # Fixed for the life of the process: evaluated while tracing.
     for fixed in (
         module.device_count,

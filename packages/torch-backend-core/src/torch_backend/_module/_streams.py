@@ -32,8 +32,13 @@ class Stream(torch.Stream):
     def __new__(cls, device: Any = None, priority: int = 0, **kwargs: Any) -> Stream:
         if {"stream_id", "device_index", "device_type"} <= kwargs.keys():
             return super().__new__(cls, **kwargs)
-        with torch.device(_name(), _index(device)):
-            return super().__new__(cls, device=torch.device(_name(), _index(device)), priority=priority)
+        target = torch.device(_name(), _index(device))
+        if torch.compiler.is_compiling():
+            # Dynamo creates streams of torch's own classes only: the same
+            # stream, as a plain torch.Stream, inside compiled code.
+            return torch.Stream(device=target, priority=priority)  # type: ignore[return-value]
+        with torch.device(target):
+            return super().__new__(cls, device=target, priority=priority)
 
     @staticmethod
     def priority_range() -> tuple[int, int]:
