@@ -150,3 +150,42 @@ def test_policy_warn_warns_once_per_op():
     assert out.stdout.strip() in ("['aten::asinh', 'aten::atan']", "['aten::asinh.out', 'aten::atan.out']"), (
         out.stdout + out.stderr
     )
+
+
+def _voluntary_switches() -> int:
+    total = 0
+    for task in os.listdir("/proc/self/task"):
+        with open(f"/proc/self/task/{task}/status") as status:
+            for line in status:
+                if line.startswith("voluntary_ctxt_switches"):
+                    total += int(line.split(":")[1])
+    return total
+
+
+@pytest.mark.skipif(not torch.backends.openmp.is_available(), reason="torch without OpenMP")
+@pytest.mark.skipif(not os.path.isdir("/proc/self/task"), reason="needs Linux /proc")
+@pytest.mark.skipif(
+    "1" in (os.environ.get("TORCH_BACKEND_FAKE_KERNELS"), os.environ.get("TORCH_BACKEND_FAKE_DISCRETE")),
+    reason="fake's kernels and copies wake its stream and copy-engine threads on every op, as a device's queues would",
+)
+def test_small_host_work_starts_no_second_openmp_team() -> None:
+    # Backward runs on the autograd engine's device thread; small host calls
+    # there must not start an OpenMP team beside the main thread's (whose
+    # workers sleep and wake on every op: about 40 switches per step before).
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(32, 64), torch.nn.Tanh(), torch.nn.Linear(64, 10)).to("fake")
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
+    inputs, targets = torch.randn(16, 32, device="fake"), torch.randint(0, 10, (16,), device="fake")
+
+    def steps(count: int) -> None:
+        for _ in range(count):
+            optimizer.zero_grad()
+            torch.nn.functional.cross_entropy(model(inputs), targets).backward()
+            optimizer.step()
+        torch.fake.synchronize()
+
+    steps(5)
+    before = _voluntary_switches()
+    steps(100)
+    per_step = (_voluntary_switches() - before) / 100
+    assert per_step < 12, f"{per_step:.1f} voluntary context switches per step"

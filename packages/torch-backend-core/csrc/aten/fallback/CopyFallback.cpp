@@ -12,6 +12,7 @@
 
 #include "Fallback.h"
 #include "GeneratorBridge.h"
+#include "HostThreads.h"
 
 namespace torch_backend {
 namespace {
@@ -63,7 +64,10 @@ void copy_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
   const c10::FunctionSchema& schema = op.schema();
   auto generator = bridge_generator(schema, stack, op_device(op, *stack));
   auto staged = stage_undeclared_writes(op, *stack);
-  at::native::cpu_fallback(op, stack);
+  {
+    SerialForSmallWork serial(*stack, schema.arguments().size());
+    at::native::cpu_fallback(op, stack);
+  }
   for (StagedArgument& argument : staged) {
     argument.device.copy_(argument.host);
   }

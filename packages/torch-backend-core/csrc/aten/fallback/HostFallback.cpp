@@ -13,6 +13,7 @@
 
 #include "Fallback.h"
 #include "GeneratorBridge.h"
+#include "HostThreads.h"
 
 namespace torch_backend {
 namespace {
@@ -156,6 +157,7 @@ void host_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
   }
   {
     RouteCpuAllocations route(device.index());
+    SerialForSmallWork serial(*stack, num_args);
     op.redispatchBoxed(c10::DispatchKeySet(c10::DispatchKey::CPU), stack);
   }
   if (generator) {
