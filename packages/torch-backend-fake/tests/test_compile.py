@@ -99,6 +99,10 @@ def streams_made_inside(x: torch.Tensor) -> torch.Tensor:
     return y * torch.fake.device_count()
 
 
+@pytest.mark.skipif(
+    tuple(int(part) for part in torch.__version__.split(".")[:2]) < (2, 13),
+    reason="torch 2.11's Dynamo cannot trace the device module's Stream constructor (set <= dict_keys)",
+)
 @pytest.mark.parametrize("compiler", COMPILERS)
 def test_streams_and_events_made_inside_compiled_code(compiler: str) -> None:
     x = torch.randn(8, device=DEVICE)
