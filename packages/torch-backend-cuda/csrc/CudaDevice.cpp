@@ -98,11 +98,6 @@ class CudaRuntime final : public torch_backend::DeviceRuntime {
                       CopyKind kind, StreamHandle stream) override {
     return cudaMemcpyAsync(dst, src, bytes, to_cuda(kind), stream_of(stream));
   }
-  // Synchronous, like the fake device's (cudaMemset alone returns early).
-  Status memset(void* dst, int value, std::size_t bytes) override {
-    const cudaError_t status = cudaMemset(dst, value, bytes);
-    return status != cudaSuccess ? status : cudaDeviceSynchronize();
-  }
 
   Status stream_priority_range(int* least, int* greatest) override {
     return cudaDeviceGetStreamPriorityRange(least, greatest);

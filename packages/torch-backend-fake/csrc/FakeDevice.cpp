@@ -435,13 +435,6 @@ class FakeRuntime final : public torch_backend::DeviceRuntime {
     return kSuccess;
   }
 
-  Status memset(void* dst, int value, std::size_t bytes) override {
-    FAKE_FAULT_POINT(Operation::Memset, current_device_);
-    drain_current_device();
-    std::memset(dst, value, bytes);
-    return kSuccess;
-  }
-
   // --- streams ---------------------------------------------------------------
   Status stream_priority_range(int* least, int* greatest) override {
     *least = 0;

@@ -18,7 +18,6 @@ const std::pair<const char*, Operation> kNames[] = {
     {"host_malloc", Operation::HostMalloc},
     {"memcpy", Operation::Memcpy},
     {"memcpy_async", Operation::MemcpyAsync},
-    {"memset", Operation::Memset},
     {"stream_create", Operation::StreamCreate},
     {"stream_query", Operation::StreamQuery},
     {"stream_synchronize", Operation::StreamSynchronize},

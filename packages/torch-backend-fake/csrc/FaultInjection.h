@@ -6,7 +6,7 @@
 // at any time through the C functions below (torch_backend_fake.faults wraps
 // them): the nth call of `operation` from now fails, and the `times - 1` calls
 // after it (default 1: a transient fault). Operations are the runtime's method
-// names (malloc, host_malloc, memcpy, memcpy_async, memset, stream_create,
+// names (malloc, host_malloc, memcpy, memcpy_async, stream_create,
 // stream_query, stream_synchronize, stream_wait_event, event_create,
 // event_record, event_query, event_synchronize, synchronize_device), "kernel"
 // (a kernel launch: the kernel fails later, on its stream, and the next
@@ -29,7 +29,6 @@ enum class Operation {
   HostMalloc,
   Memcpy,
   MemcpyAsync,
-  Memset,
   StreamCreate,
   StreamQuery,
   StreamSynchronize,

@@ -40,7 +40,7 @@ namespace torch_backend {
 
 // Bumped whenever the layout of DeviceRuntime changes; core refuses a device
 // library built against a different version instead of crashing in it.
-constexpr int kDeviceRuntimeAbiVersion = 3;
+constexpr int kDeviceRuntimeAbiVersion = 4;
 
 using Status = int;
 constexpr Status kSuccess = 0;
@@ -111,7 +111,6 @@ class TORCH_BACKEND_API DeviceRuntime {
   // side of the copy must stay valid until the stream reaches it.
   virtual Status memcpy_async(void* dst, const void* src, std::size_t bytes,
                               CopyKind kind, StreamHandle stream) = 0;
-  virtual Status memset(void* dst, int value, std::size_t bytes) = 0;
 
   // --- streams (created on the current device) -----------------------------
   // Numerically lower priority is more urgent (CUDA convention); a runtime

@@ -166,11 +166,6 @@ void CountingRuntime::release(StreamHandle stream) {
   }
 }
 
-Status CountingRuntime::memset(void* dst, int value, std::size_t bytes) {
-  std::memset(dst, value, bytes);
-  return kSuccess;
-}
-
 std::string CountingRuntime::error_text(Status status) {
   return status == kOom ? "counting runtime is full" : "counting runtime error";
 }

@@ -28,7 +28,6 @@ class CountingRuntime final : public DeviceRuntime {
   Status free(void* ptr) override;
   Status memcpy(void* dst, const void* src, std::size_t bytes,
                 CopyKind kind) override;
-  Status memset(void* dst, int value, std::size_t bytes) override;
   Status host_malloc(void** ptr, std::size_t bytes) override;
   Status host_free(void* ptr) override;
   Status memcpy_async(void* dst, const void* src, std::size_t bytes,

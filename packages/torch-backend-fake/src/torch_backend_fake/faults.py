@@ -17,7 +17,6 @@ OPERATIONS = (
     "host_malloc",
     "memcpy",
     "memcpy_async",
-    "memset",
     "stream_create",
     "stream_query",
     "stream_synchronize",
