@@ -68,23 +68,21 @@ def make_tests_session(backend: str) -> None:
         package_tests = PACKAGES / BACKENDS[backend] / "tests"
         paths = [str(p) for p in (package_tests, ROOT / "tests") if p.is_dir()]
         kernel_tests = package_tests / "test_kernels.py"
-        session.run(
-            "pytest", *paths, "--ignore", str(kernel_tests), *session.posargs, env={"TORCH_BACKEND": backend}
-        )  # fmt: skip
+        env = {"TORCH_BACKEND": backend}
+        session.run("pytest", *paths, "--ignore", str(kernel_tests), *session.posargs, env=env)
+        run_conformance_kit(session, backend, env)
         if backend == "fake":
             # Again with fake's device kernels on and its memory discrete (host
             # code may not address it): the paths npu and gpu take (device kernels
             # through core's kernel layer, copy fallback for the rest, staged
             # copies, pinned collectives).
-            session.run(
-                "pytest", str(package_tests), "--ignore", str(package_tests / "test_opinfo.py"), *session.posargs,
-                env={
-                    "TORCH_BACKEND": backend,
-                    "TORCH_BACKEND_FAKE_DISCRETE": "1",
-                    "TORCH_BACKEND_FAKE_KERNELS": "1",
-                    "TORCH_BACKEND_EXIT_RUNS": "12",
-                },
-            )  # fmt: skip
+            discrete = env | {
+                "TORCH_BACKEND_FAKE_DISCRETE": "1",
+                "TORCH_BACKEND_FAKE_KERNELS": "1",
+                "TORCH_BACKEND_EXIT_RUNS": "12",
+            }
+            session.run("pytest", str(package_tests), *session.posargs, env=discrete)
+            run_conformance_kit(session, backend, discrete)
             # In this session's venv rather than the opinfo session's: one
             # torch install and one build fewer in CI.
             run_opinfo_sweeps(session)
@@ -99,6 +97,17 @@ def make_tests_session(backend: str) -> None:
                 "python", "-m", f"torch_backend.bench.{quick}", "--quick",
                 "--json", str(ROOT / "build" / f"bench-{quick}-smoke.json"), env={"TORCH_BACKEND": backend},
             )  # fmt: skip
+
+
+def run_conformance_kit(session: nox.Session, backend: str, env: dict[str, str]) -> None:
+    """Core's conformance kit against the backend, with the known failures its package keeps (else core's list)."""
+    known = PACKAGES / BACKENDS[backend] / "tests" / "known_failures.json"
+    args = ["--known-failures", str(known)] if known.is_file() else []
+    # A `-k` filter may select nothing of the kit (pytest's status 5): fine then, not otherwise.
+    codes = [0, 5] if session.posargs else [0]
+    session.run(
+        "python", "-m", "torch_backend.testing", backend, *args, *session.posargs, env=env, success_codes=codes
+    )  # fmt: skip
 
 
 make_tests_session("fake")
@@ -120,16 +129,16 @@ def demo(session: nox.Session) -> None:
 
 
 def run_opinfo_sweeps(session: nox.Session, *args: str) -> None:
-    sweep = PACKAGES / "torch-backend-fake" / "tests" / "opinfo"
-    known = ["--known", str(sweep / "known_failures.json")]
-    session.run("python", str(sweep / "sweep.py"), *known, *args)
+    sweep = ["python", "-m", "torch_backend.testing.opinfo"]
+    known = ["--known"]  # core's list: fake fails only what no backend passes on core's fallback
+    session.run(*sweep, *known, *args, env={"TORCH_BACKEND": "fake"})
     # Again with fake's device kernels on: the kernel layer must keep every sample equal to CPU.
-    session.run("python", str(sweep / "sweep.py"), *known, *args, env={"TORCH_BACKEND_FAKE_KERNELS": "1"})
+    session.run(*sweep, *known, *args, env={"TORCH_BACKEND": "fake", "TORCH_BACKEND_FAKE_KERNELS": "1"})
 
 
 @nox.session
 def opinfo(session: nox.Session) -> None:
-    """OpInfo sweep on fake vs CPU, with and without fake's device kernels: >= 99% equal, failures as listed.
+    """OpInfo sweep on fake vs CPU, with and without fake's device kernels: >= 99% equal, failures as core lists.
 
     CI runs the sweeps at the end of tests-fake; this session runs them alone (`-- ARGS` pass through).
     """
@@ -166,19 +175,22 @@ def build_wheels(session: nox.Session, torch_version: str) -> Path:
     return dist
 
 
-def check_wheels(session: nox.Session, dist: Path, torch_version: str) -> None:
-    # hatchling too: the check builds a backend outside the repo with core's build hook.
+def check_wheels(session: nox.Session, dist: Path, torch_version: str, kit: bool = False) -> None:
+    # hatchling too: the check builds a scaffolded backend outside the repo with core's build hook;
+    # with `kit`, that backend runs the conformance kit in the fresh venv.
     session.run(
-        "python", str(ROOT / "ci" / "check_wheels.py"), str(dist), f"torch=={torch_version}", NUMPY, *BUILD_TOOLS
+        "python", str(ROOT / "ci" / "check_wheels.py"), str(dist), f"torch=={torch_version}", NUMPY, *BUILD_TOOLS,
+        *(["--kit", *TEST_TOOLS] if kit else []),
     )  # fmt: skip
 
 
 @nox.session(tags=["ci"])
 def wheels(session: nox.Session) -> None:
-    """Build platform wheels, install them in a fresh venv with torch, and use them away from the source tree."""
+    """Build platform wheels, install them in a fresh venv with torch, and use them away from the source tree;
+    there `python -m torch_backend new` writes a backend, which builds, installs and passes the conformance kit."""
     system_deps(session)
     session.install(*TORCH, *BUILD_TOOLS)
-    check_wheels(session, build_wheels(session, DEFAULT_TORCH), DEFAULT_TORCH)
+    check_wheels(session, build_wheels(session, DEFAULT_TORCH), DEFAULT_TORCH, kit=True)
 
 
 @nox.session(tags=["ci"])
@@ -192,9 +204,11 @@ def compat(session: nox.Session, torch: str) -> None:
     # The suite runs on the installed wheels (no editable sources on sys.path).
     session.install("--no-deps", "--force-reinstall", *map(str, dist.glob("*.whl")))
     tests = PACKAGES / BACKENDS["fake"] / "tests"
+    # The exit stress test at a fifth of its counts: it ran in full on the default torch.
+    env = {"TORCH_BACKEND": "fake", "TORCH_BACKEND_EXIT_RUNS": "12"}
     session.run(
-        "pytest", str(tests), str(ROOT / "tests"), "--ignore", str(tests / "test_kernels.py"), *session.posargs,
-        # The exit stress test at a fifth of its counts: it ran in full on the default torch.
-        env={"TORCH_BACKEND": "fake", "TORCH_BACKEND_EXIT_RUNS": "12"},
+        "pytest", str(tests), str(ROOT / "tests"), "--ignore", str(tests / "test_kernels.py"), *session.posargs, env=env
     )  # fmt: skip
+    # The kit as the core wheel ships it.
+    run_conformance_kit(session, "fake", env)
     check_wheels(session, dist, torch_version)

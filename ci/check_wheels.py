@@ -1,11 +1,12 @@
 """Check built wheels: self-contained, and working in a fresh venv away from the source tree.
 
-Usage: python ci/check_wheels.py WHEEL_DIR REQUIREMENT... (torch==X.Y.Z and the like, installed beside them)
+Usage: python ci/check_wheels.py WHEEL_DIR REQUIREMENT... [--kit KIT_REQUIREMENT...]
+REQUIREMENTs (torch==X.Y.Z and the like) are installed beside the wheels; with --kit, the
+requirements of the conformance kit (pytest, expecttest) too, and a scaffolded backend runs it.
 """
 
 from __future__ import annotations
 
-import shutil
 import subprocess
 import sys
 import tempfile
@@ -60,8 +61,10 @@ def check_contents(wheels: list[Path], scratch: Path) -> None:
                 print(f"ok: {wheel.name}:{name} RUNPATH {runpaths(extracted)}")
 
 
-def run(python: Path, *args: str, cwd: Path) -> str:
+def run(python: Path, *args: str, cwd: Path, backend: str | None = None) -> str:
     env = {"PATH": f"{python.parent}:/usr/bin:/bin", "HOME": str(cwd)}
+    if backend is not None:
+        env["TORCH_BACKEND"] = backend
     done = subprocess.run([str(python), *args], cwd=cwd, env=env, capture_output=True, text=True)
     if done.returncode != 0:
         fail(f"{' '.join(args)}\n{done.stdout}\n{done.stderr}")
@@ -87,7 +90,7 @@ def check_torch_pins(wheels: list[Path], torch_version: str) -> None:
         print(f"ok: {wheel.name} requires {[r for r in requires if r.startswith('torch')]}")
 
 
-def check_fresh_venv(wheels: list[Path], scratch: Path, requirements: list[str]) -> None:
+def check_fresh_venv(wheels: list[Path], scratch: Path, requirements: list[str], kit_requirements: list[str]) -> None:
     env_dir = scratch / "venv"
     venv.create(env_dir, with_pip=True)
     python = env_dir / "bin" / "python"
@@ -108,29 +111,40 @@ def check_fresh_venv(wheels: list[Path], scratch: Path, requirements: list[str])
     if "active: fake (2 devices)" not in report:
         fail(f"unexpected report:\n{report}")
     print(f"ok: fresh venv one-liner: {out.strip()}")
-    check_third_party_build(python, work)
+    check_scaffold(python, work, kit_requirements)
 
 
-def check_third_party_build(python: Path, work: Path) -> None:
-    """A backend outside this repo builds with the installed core alone: its hatch plugin runs
-    CMake, find_package finds core's CMake package, and the library loads through core."""
-    fake = ROOT / "packages" / "torch-backend-fake"
-    project = work / "third_party_backend"
-    ignore = shutil.ignore_patterns("build", "lib", "*.so", "_build_info.json", "__pycache__", "tests")
-    shutil.copytree(fake, project, ignore=ignore)
+def check_scaffold(python: Path, work: Path, kit_requirements: list[str]) -> None:
+    """A backend outside this repo, as `python -m torch_backend new` writes it, builds with the installed
+    core alone (its hatch plugin runs CMake, find_package finds core's CMake package), installs as a wheel,
+    is found at `import torch`, and passes the conformance kit (when kit_requirements are given)."""
+    run(python, "-m", "torch_backend", "new", "toy", "--dest", str(work), cwd=work)
+    project = work / "torch-backend-toy"
     wheel = [str(python), "-m", "pip", "wheel", "-q", "--no-build-isolation", "--no-deps", "-w", "dist", "."]
     subprocess.run(wheel, cwd=project, check=True)
-    if not list((project / "dist").glob("torch_backend_fake-*.whl")):
-        fail("the third-party backend's wheel was not built")
-    library = next((project / "build").glob("wheel-torch*/staging/lib/libtorch_backend_fake.so"))
-    load = f"import torch_backend._C as C; C._load_device_library({str(library)!r}); print(C._loaded_device_count())"
-    if run(python, "-c", load, cwd=work).strip() != "2":
-        fail("third-party device library did not load through core")
-    print("ok: third-party backend built with core's hatch plugin and CMake package, and loaded")
+    built = list((project / "dist").glob("torch_backend_toy-*.whl"))
+    if not built:
+        fail("the scaffolded backend's wheel was not built")
+    subprocess.run([str(python), "-m", "pip", "install", "-q", "--no-deps", str(built[0])], check=True)
+    report = run(python, "-m", "torch_backend", cwd=work)
+    if "toy" not in report or "torch-backend-toy" not in report:
+        fail(f"the scaffolded backend is not listed:\n{report}")
+    out = run(python, "-c", "import torch; print(torch.ones(3, device='toy').sum().item())", cwd=work, backend="toy")
+    if out.strip() != "3.0":
+        fail(f"the scaffolded backend computed {out!r}")
+    print("ok: scaffolded backend built with core's hatch plugin and CMake package, installed, and used")
+    if kit_requirements:
+        subprocess.run([str(python), "-m", "pip", "install", "-q", *kit_requirements], check=True)
+        # Its own tests file runs the kit (in a process of its own, with TORCH_BACKEND=toy).
+        run(python, "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests", cwd=project)
+        print("ok: the scaffolded backend passes the conformance kit")
 
 
 def main() -> None:
-    wheel_dir, requirements = Path(sys.argv[1]), sys.argv[2:]
+    args = sys.argv[1:]
+    kit_requirements = args[args.index("--kit") + 1 :] if "--kit" in args else []
+    args = args[: args.index("--kit")] if "--kit" in args else args
+    wheel_dir, requirements = Path(args[0]), args[1:]
     wheels = sorted(wheel_dir.glob("*.whl"))
     if not wheels:
         fail(f"no wheels in {wheel_dir}")
@@ -141,7 +155,7 @@ def main() -> None:
         scratch = Path(tmp)
         check_contents(wheels, scratch)
         check_torch_pins(wheels, torch_pin.removeprefix("torch=="))
-        check_fresh_venv(wheels, scratch, requirements)
+        check_fresh_venv(wheels, scratch, requirements, kit_requirements)
     print("check_wheels: all checks passed")
 
 

@@ -27,7 +27,7 @@ def test_console_script_with_backend_disabled():
 def test_help_lists_the_commands_and_bad_ones_fail_clearly():
     out = subprocess.run([sys.executable, "-m", "torch_backend", "--help"], capture_output=True, text=True)
     assert out.returncode == 0
-    assert "report" in out.stdout and "ops" in out.stdout
+    assert "report" in out.stdout and "ops" in out.stdout and "new" in out.stdout
     bad = subprocess.run([sys.executable, "-m", "torch_backend", "frobnicate"], capture_output=True, text=True)
     assert bad.returncode == 2
     assert "invalid choice: 'frobnicate'" in bad.stderr

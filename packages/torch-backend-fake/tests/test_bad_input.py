@@ -5,7 +5,7 @@ devices (or a device and the CPU) in one op, on device kernels and on both CPU
 fallbacks, and eight threads each computing on streams of their own. CI runs this
 file in both of fake's memory modes (host-addressable: zero-copy fallback;
 discrete with device kernels: kernel layer and copying fallback). Use after fork
-is covered in test_device_module.py, injected runtime faults in test_faults.py.
+is covered by the conformance kit (torch_backend.testing), injected runtime faults in test_faults.py.
 """
 
 from __future__ import annotations

@@ -165,6 +165,9 @@ void translate_c10_errors(std::exception_ptr error) {
     PyErr_SetString(PyExc_IndexError, e.what_without_backtrace());
   } catch (const c10::ValueError& e) {
     PyErr_SetString(PyExc_ValueError, e.what_without_backtrace());
+  } catch (const c10::NotImplementedError& e) {
+    // An optional device symbol the runtime does not provide.
+    PyErr_SetString(PyExc_NotImplementedError, e.what_without_backtrace());
   } catch (const c10::Error& e) {
     PyErr_SetString(PyExc_RuntimeError, e.what_without_backtrace());
   }

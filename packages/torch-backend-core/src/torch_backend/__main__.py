@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import sys
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -102,8 +103,26 @@ def main(argv: list[str] | None = None) -> int:
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
     commands.add_parser("report", help="installed backends, availability and the active devices (the default)")
     commands.add_parser("ops", help="which ops run on the active backend's device kernels, which on the CPU fallback")
+    new = commands.add_parser("new", help="write a new backend package that builds against this core")
+    new.add_argument("name", help="the device name (torch.device('NAME'), torch.NAME)")
+    new.add_argument("--dest", default=".", help="folder to create torch-backend-NAME in (default: here)")
     args = parser.parse_args(sys.argv[1:] if argv is None else argv)
+    if args.command == "new":
+        return new_backend(args.name, args.dest)
     print(ops_report() if args.command == "ops" else report())
+    return 0
+
+
+def new_backend(name: str, destination: str) -> int:
+    from torch_backend._scaffold import write
+
+    try:
+        root = write(name, Path(destination))
+    except (ValueError, FileExistsError) as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    print(f"wrote {root}")
+    print(f"next: pip install --no-build-isolation {root}  and  python -m torch_backend.testing {name}")
     return 0
 
 

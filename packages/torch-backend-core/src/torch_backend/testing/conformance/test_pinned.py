@@ -2,6 +2,8 @@
 
 import torch
 
+from torch_backend.testing.conformance._support import DEVICE, dev, needs_stream_sleep
+
 
 def test_pin_memory_and_is_pinned():
     x = torch.randn(100)
@@ -19,13 +21,14 @@ def test_pinned_blocks_are_reused():
     assert q.data_ptr() == ptr
 
 
+@needs_stream_sleep
 def test_pinned_block_in_flight_is_not_reused():
     src = torch.randn(1 << 16).pin_memory()
     ptr = src.data_ptr()
-    torch.fake._sleep(200_000)
-    dst = src.to("fake", non_blocking=True)
+    dev._sleep(200_000)
+    dst = src.to(DEVICE, non_blocking=True)
     del src
     other = torch.empty(1 << 16).pin_memory()
     assert other.data_ptr() != ptr  # the copy may still read the old block
-    torch.fake.synchronize()
+    dev.synchronize()
     assert dst.shape == (1 << 16,)

@@ -1,19 +1,14 @@
-"""Every argument an op writes ends up as on CPU (opinfo/mutation.py), in the memory mode
-this process runs (CI: zero-copy, then discrete with the copying fallback and fake's kernels)."""
-
-import sys
-from pathlib import Path
+"""Every argument an op writes ends up as on CPU (torch_backend.testing.mutation)."""
 
 import torch
 
-sys.path.insert(0, str(Path(__file__).parent / "opinfo"))
-
-from mutation import MutationCheck, MutationReport, all_cases, run
+from torch_backend.testing.conformance._support import DEVICE
+from torch_backend.testing.mutation import MutationCheck, MutationReport, all_cases, run
 
 
 def test_every_mutated_argument_matches_cpu(capsys):
-    cases = list(all_cases("fake"))
-    report = run(iter(cases), "fake")
+    cases = list(all_cases(DEVICE))
+    report = run(iter(cases), DEVICE)
     with capsys.disabled():
         print(
             f"\nmutated arguments: {sum(report.compared.values())} calls of {len(report.compared)} ops "
@@ -46,9 +41,9 @@ def test_the_check_catches_a_write_that_never_arrives():
     library.impl("scribbles", lambda x: None, "CPU")
     library.impl("scribbles", fill_seven, "PrivateUse1")
     report = MutationReport()
-    with MutationCheck("fake", report):
-        torch.ops.mutation_selftest.forgets(torch.zeros(3, device="fake"))
-        torch.ops.mutation_selftest.scribbles(torch.zeros(3, device="fake"))
+    with MutationCheck(DEVICE, report):
+        torch.ops.mutation_selftest.forgets(torch.zeros(3, device=DEVICE))
+        torch.ops.mutation_selftest.scribbles(torch.zeros(3, device=DEVICE))
     assert len(report.differences) == 2, report.differences
     assert "x (written) differs from CPU" in report.differences[0]
     assert "x (not declared written) differs from CPU" in report.differences[1]
@@ -72,6 +67,6 @@ def test_batch_norm_training_keeps_cpus_running_statistics():
             optimizer.step()
         return model.cpu()
 
-    expected, actual = train("cpu")[1], train("fake")[1]
+    expected, actual = train("cpu")[1], train(DEVICE)[1]
     for name in ("running_mean", "running_var", "num_batches_tracked"):
         torch.testing.assert_close(getattr(actual, name), getattr(expected, name), msg=name)

@@ -1,7 +1,7 @@
 """Every argument an op mutates must end up as on CPU: in-place ops, out= variants,
 BatchNorm's running statistics, optimizers' foreach ops.
 
-Output comparisons (sweep.py) cannot see a mutated argument that was not
+Output comparisons (opinfo.py) cannot see a mutated argument that was not
 written back. `MutationCheck` is a dispatch mode that sees each ATen op on its
 way to the device (after autograd and decompositions, as the backend sees it).
 For every op with device arguments (those whose schema writes one, `Tensor(a!)`,
@@ -12,7 +12,7 @@ written argument's shape and values; arguments the op only reads must be left
 untouched, and a returned alias of a written argument must be that argument.
 Ops drawing random numbers are skipped (generators differ).
 
-Used by test_mutation.py and by `python mutation.py` for the full run.
+Used by the kit's test_mutation.py and by `TORCH_BACKEND=NAME python -m torch_backend.testing.mutation`.
 """
 
 from __future__ import annotations
@@ -33,8 +33,11 @@ from torch.testing._internal.common_methods_invocations import (
     foreach_unary_op_db,
     op_db,
 )
+from torch.testing._internal.opinfo.core import OpInfo, SampleInput
 from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_flatten, tree_map
+
+from torch_backend.testing import device_type
 
 
 @dataclass
@@ -57,7 +60,9 @@ class MutationCheck(TorchDispatchMode):
         self.device_type = device_type
         self.report = report
 
-    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+    def __torch_dispatch__(
+        self, func: torch._ops.OpOverload, types: tuple, args: tuple = (), kwargs: dict | None = None
+    ) -> object:
         kwargs = kwargs or {}
         schema = func._schema
         # Every op, not only those whose schema writes: some CPU kernels write arguments
@@ -120,7 +125,9 @@ def _tensors(value: object) -> list[torch.Tensor]:
 UNINITIALISING = ("aten::resize", "aten::_resize_output", "aten::empty", "aten::new_empty")
 
 
-def _compare(schema, device_call, host_call, result, expected) -> Iterator[str]:
+def _compare(
+    schema: torch.FunctionSchema, device_call: tuple, host_call: tuple, result: object, expected: object
+) -> Iterator[str]:
     shapes_only = schema.name.startswith(UNINITIALISING)
     device_bound = _bound_arguments(schema, *device_call)
     host_bound = _bound_arguments(schema, *host_call)
@@ -150,7 +157,7 @@ def _compare(schema, device_call, host_call, result, expected) -> Iterator[str]:
     yield from _check_returned_aliases(schema, device_bound, result)
 
 
-def _check_returned_aliases(schema, device_bound, result) -> Iterator[str]:
+def _check_returned_aliases(schema: torch.FunctionSchema, device_bound: dict, result: object) -> Iterator[str]:
     returns = result if isinstance(result, tuple | list) else (result,)
     for ret, value in zip(schema.returns, returns, strict=False):
         if ret.alias_info is None or not ret.alias_info.is_write or not isinstance(value, torch.Tensor):
@@ -205,7 +212,7 @@ def opinfo_cases(device: str) -> Iterator[tuple[str, Callable[[], object]]]:
         for sample in generated:
             if op.inplace_variant is not None:
 
-                def in_place(on: str, variant=op.inplace_variant, s=sample) -> object:
+                def in_place(on: str, variant: Callable = op.inplace_variant, s: SampleInput = sample) -> object:
                     return variant(*_to(on, (s.input.clone(), *s.args)), **_to(on, s.kwargs))
 
                 if _runs_on_cpu(in_place):
@@ -219,7 +226,9 @@ def opinfo_cases(device: str) -> Iterator[tuple[str, Callable[[], object]]]:
                     continue
                 for resized in (False, True):
 
-                    def out_variant(on: str, op=op, s=sample, r=results, resized=resized) -> object:
+                    def out_variant(
+                        on: str, op: OpInfo = op, s: SampleInput = sample, r: object = results, resized: bool = resized
+                    ) -> object:
                         out = _empty_like_results(r, on, resized)
                         return op(*_to(on, (s.input, *s.args)), **_to(on, s.kwargs), out=out)
 
@@ -239,7 +248,7 @@ def foreach_cases(device: str) -> Iterator[tuple[str, Callable[[], object]]]:
             continue
         for sample in op.sample_inputs("cpu", torch.float32, num_input_tensors=[3]):
 
-            def in_place(on: str, variant=op.inplace_variant, s=sample) -> object:
+            def in_place(on: str, variant: Callable = op.inplace_variant, s: SampleInput = sample) -> object:
                 inputs = [t.clone() for t in s.input]
                 return variant(*_to(on, (inputs, *s.args)), **_to(on, s.kwargs))
 
@@ -278,7 +287,9 @@ def workload_cases(device: str) -> Iterator[tuple[str, Callable[[], object]]]:
     ):
         for momentum in (0.1, None):
 
-            def batch_norm(norm=norm, shape=shape, momentum=momentum):
+            def batch_norm(
+                norm: type[torch.nn.Module] = norm, shape: tuple = shape, momentum: float | None = momentum
+            ) -> torch.nn.Module:
                 torch.manual_seed(0)
                 module = norm(3, momentum=momentum).to(device)
                 for _ in range(3):
@@ -289,7 +300,7 @@ def workload_cases(device: str) -> Iterator[tuple[str, Callable[[], object]]]:
     for name, make in _OPTIMIZERS.items():
         for foreach in (False, True):
 
-            def step(make=make, foreach=foreach):
+            def step(make: Callable = make, foreach: bool = foreach) -> torch.nn.Module:
                 torch.manual_seed(0)
                 model = torch.nn.Sequential(torch.nn.Linear(4, 6), torch.nn.Tanh(), torch.nn.Linear(6, 2)).to(device)
                 optimizer = make(model.parameters(), foreach=foreach)
@@ -337,13 +348,14 @@ def run(cases: Iterator[tuple[str, Callable[[], object]]], device_type: str, tra
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--device", default="fake")
+    parser = argparse.ArgumentParser(prog="python -m torch_backend.testing.mutation")
+    parser.add_argument("--device", default=None, help="the device type (default: the active backend's)")
     parser.add_argument("--trace", action="store_true", help="print each case before running it (find crashes)")
     args = parser.parse_args()
     warnings.filterwarnings("ignore")
-    cases = [*all_cases(args.device)]
-    report = run(iter(cases), args.device, args.trace)
+    device = args.device or device_type()
+    cases = [*all_cases(device)]
+    report = run(iter(cases), device, args.trace)
     print(
         f"mutated arguments: {sum(report.compared.values())} calls of {len(report.compared)} ops "
         f"compared with CPU over {len(cases)} cases; {len(report.differences)} differences"

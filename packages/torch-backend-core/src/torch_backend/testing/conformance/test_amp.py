@@ -1,13 +1,15 @@
-"""torch.autocast and GradScaler on the fake device behave like CUDA's."""
+"""torch.autocast and GradScaler on the device behave like CUDA's."""
 
 import pytest
 import torch
 
+from torch_backend.testing.conformance._support import DEVICE
+
 
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
 def test_autocast_casts_like_cuda(dtype):
-    a, b = torch.randn(4, 4, device="fake"), torch.randn(4, 4, device="fake")
-    with torch.autocast(device_type="fake", dtype=dtype):
+    a, b = torch.randn(4, 4, device=DEVICE), torch.randn(4, 4, device=DEVICE)
+    with torch.autocast(device_type=DEVICE, dtype=dtype):
         assert (a @ b).dtype == dtype  # lower-precision list
         assert torch.nn.functional.linear(a, b).dtype == dtype
         assert torch.softmax(a @ b, dim=0).dtype == torch.float32  # fp32 list
@@ -20,17 +22,17 @@ def test_autocast_matches_cpu_autocast_values():
     a, b = torch.randn(8, 8), torch.randn(8, 8)
     with torch.autocast("cpu", dtype=torch.bfloat16):
         expected = a @ b
-    with torch.autocast("fake", dtype=torch.bfloat16):
-        actual = a.to("fake") @ b.to("fake")
+    with torch.autocast(DEVICE, dtype=torch.bfloat16):
+        actual = a.to(DEVICE) @ b.to(DEVICE)
     assert torch.equal(actual.cpu(), expected)
 
 
 def test_grad_scaler_scales_steps_and_skips_inf():
-    model = torch.nn.Linear(4, 1).to("fake")
+    model = torch.nn.Linear(4, 1).to(DEVICE)
     opt = torch.optim.SGD(model.parameters(), lr=0.1)
-    scaler = torch.amp.GradScaler("fake", init_scale=1024.0)
-    x = torch.randn(8, 4, device="fake")
-    with torch.autocast("fake", dtype=torch.float16):
+    scaler = torch.amp.GradScaler(DEVICE, init_scale=1024.0)
+    x = torch.randn(8, 4, device=DEVICE)
+    with torch.autocast(DEVICE, dtype=torch.float16):
         loss = model(x).float().pow(2).mean()
     before = model.weight.detach().cpu().clone()
     scaler.scale(loss).backward()
@@ -49,9 +51,9 @@ def test_grad_scaler_scales_steps_and_skips_inf():
 
 
 def test_banned_ops_raise_cudas_error():
-    probabilities = torch.rand(4, device="fake")
-    target = torch.rand(4, device="fake")
-    with torch.autocast(device_type="fake"):
+    probabilities = torch.rand(4, device=DEVICE)
+    target = torch.rand(4, device=DEVICE)
+    with torch.autocast(device_type=DEVICE):
         with pytest.raises(RuntimeError, match=r"binary_cross_entropy and torch\.nn\.BCELoss are unsafe to autocast"):
             torch.nn.functional.binary_cross_entropy(probabilities, target)
         with pytest.raises(RuntimeError, match="unsafe to autocast"):

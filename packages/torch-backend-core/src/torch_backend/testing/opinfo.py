@@ -3,15 +3,14 @@
 For each (op, sample): the CPU result and the device result must be equal
 under torch.testing.assert_close; for ops supporting autograd the gradients of
 the inputs must be equal too (forward and backward are reported apart). Random ops are compared under the same seed
-(device generators share the CPU's algorithm). Used by test_opinfo.py and by
-`python sweep.py --device fake` for the full run.
+(device generators share the CPU's algorithm). Used by the kit's test_opinfo.py and by
+`TORCH_BACKEND=NAME python -m torch_backend.testing.opinfo --known FILE` for the full run.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 import time
 import warnings
@@ -19,7 +18,10 @@ from collections.abc import Iterator
 
 import torch
 from torch.testing._internal.common_methods_invocations import op_db
+from torch.testing._internal.opinfo.core import OpInfo, SampleInput
 from torch.utils._pytree import tree_flatten, tree_map
+
+from torch_backend.testing import DEFAULT_KNOWN_FAILURES, device_type, dropout_on_device
 
 SEED = 1234
 # Ops returning uninitialised memory: values are arbitrary on any device (PyTorch's
@@ -38,8 +40,8 @@ def _float_outputs(result: object) -> list[torch.Tensor]:
     return [t for t in leaves if isinstance(t, torch.Tensor) and t.is_floating_point() and t.requires_grad]
 
 
-# With fake's device kernels on, dropout draws its masks from the device's
-# counter-based generator (as a GPU's does), not from the CPU's mt19937: these
+# With a dropout kernel on the device, dropout draws its masks from the
+# device's own generator (as a GPU's does), not from the CPU's mt19937: these
 # ops' samples that draw masks cannot equal CPU's. Such a sample is checked for
 # what holds instead (same seed, same result; CPU's shapes and dtypes) and
 # counted apart, outside the pass rates.
@@ -48,7 +50,6 @@ DEVICE_RNG_OPS = {
     "nn.functional.multi_head_attention_forward",
     "nn.functional.scaled_dot_product_attention",
 }
-DEVICE_RNG = os.environ.get("TORCH_BACKEND_FAKE_KERNELS") == "1"
 
 
 class DeviceRandomSample(Exception):  # noqa: N818 (an outcome, not an error)
@@ -59,13 +60,13 @@ class BackwardMismatchError(AssertionError):
     """The forward results agree; the gradients differ (or their computation failed)."""
 
 
-def _forward(op, sample, device: str) -> tuple[object, object]:
+def _forward(op: OpInfo, sample: SampleInput, device: str) -> tuple[object, object]:
     inputs = _to(device, (sample.input, sample.args, sample.kwargs))
     torch.manual_seed(SEED)
     return inputs, op(inputs[0], *inputs[1], **inputs[2])
 
 
-def _grads(op, inputs: object, result: object) -> list[torch.Tensor | None] | None:
+def _grads(op: OpInfo, inputs: object, result: object) -> list[torch.Tensor | None] | None:
     """Gradients of the inputs, or None when the op or sample has none."""
     if not op.supports_autograd:
         return None
@@ -77,7 +78,7 @@ def _grads(op, inputs: object, result: object) -> list[torch.Tensor | None] | No
     return list(torch.autograd.grad(total, leaves, allow_unused=True))
 
 
-def check(op, sample, device: str) -> bool:
+def check(op: OpInfo, sample: SampleInput, device: str) -> bool:
     """Compares one sample on `device` with CPU, forward then backward.
 
     Returns whether gradients were compared; raises on a forward difference, and
@@ -93,7 +94,7 @@ def check(op, sample, device: str) -> bool:
     try:
         torch.testing.assert_close(to_cpu(actual), to_cpu(expected), equal_nan=True, check_device=False)
     except AssertionError:
-        if DEVICE_RNG and op.name in DEVICE_RNG_OPS:
+        if op.name in DEVICE_RNG_OPS and dropout_on_device():
             _check_device_random(op, sample, device, to_cpu(actual), to_cpu(expected))
         raise
     try:
@@ -107,11 +108,11 @@ def check(op, sample, device: str) -> bool:
     return True
 
 
-def _check_device_random(op, sample, device: str, actual: object, expected: object) -> None:
+def _check_device_random(op: OpInfo, sample: SampleInput, device: str, actual: object, expected: object) -> None:
     """Raises DeviceRandomSample when the device result is reproducible with CPU's shapes and dtypes.
 
-    (OpInfo seeds these ops itself, so another seed cannot be tried here;
-    test_kernels.py checks the masks' statistics and scaling.)
+    (OpInfo seeds these ops itself, so another seed cannot be tried here; the
+    backend's own kernel tests check the masks' statistics and scaling.)
     """
     meta = lambda v: tree_map(lambda x: (x.shape, x.dtype) if isinstance(x, torch.Tensor) else x, v)  # noqa: E731
     to_cpu = lambda v: tree_map(lambda x: x.detach().cpu() if isinstance(x, torch.Tensor) else x, v)  # noqa: E731
@@ -178,18 +179,23 @@ def rate(passed: int, failed: int) -> float:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--device", default="fake")
+    parser = argparse.ArgumentParser(
+        prog="python -m torch_backend.testing.opinfo",
+        description="PyTorch's OpInfo database on the active backend's device against CPU (float32).",
+    )
+    parser.add_argument("--device", default=None, help="the device type (default: the active backend's)")
     parser.add_argument("--json", help="write per-op results here")
     parser.add_argument("--trace", action="store_true", help="print each op before running it (find crashes)")
     parser.add_argument(
         "--known",
-        help="known_failures.json: fail unless >= 99%% of forward and 98%% of backward samples pass "
-        "and failures match it",
+        nargs="?",
+        const=str(DEFAULT_KNOWN_FAILURES),
+        help="known-failures JSON (alone: core's list): fail unless >= 99%% of forward and 98%% of backward "
+        "samples pass and the failing ops are exactly those listed",
     )
     args = parser.parse_args()
     start = time.time()
-    results = sweep(args.device, trace=args.trace)
+    results = sweep(args.device or device_type(), trace=args.trace)
     totals = {
         k: sum(r[k] for r in results.values()) for k in ("passed", "failed", "backward_passed", "backward_failed")
     }

@@ -1,0 +1,101 @@
+"""The device conformance kit: what every backend must do, runnable against any backend by name.
+
+    python -m torch_backend.testing NAME [--known-failures FILE] [pytest arguments]
+
+runs the kit's suite (``torch_backend/testing/conformance``) with ``TORCH_BACKEND=NAME``
+(FILE defaults to core's list, ``DEFAULT_KNOWN_FAILURES``):
+the ``torch.<device>`` module (devices, streams, events, allocator statistics, RNG),
+tensors and copies, pinned memory, serialization, ``torch.accelerator``, AMP, PyTorch's
+OpInfo database against CPU (the backend's known failures in FILE), the check that every
+argument an op writes matches CPU, and short training runs against CPU. Needs pytest and
+expecttest (``pip install torch-backend-core[testing]``).
+
+The helpers below are what the suite's tests share; a backend's own tests may use them too.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import subprocess
+import sys
+from pathlib import Path
+from types import ModuleType
+
+#: Where the runner passes the backend's known-failures file to the OpInfo test.
+KNOWN_FAILURES_ENV = "TORCH_BACKEND_KNOWN_FAILURES"
+#: The OpInfo ops no backend passes on core's CPU fallback (CUDA-only Jiterator ops, sparse
+#: layouts, samples the sweep cannot move to a device), each with the reason: the list a
+#: backend starts from, and the kit's default.
+DEFAULT_KNOWN_FAILURES = Path(__file__).resolve().parent / "known_failures.json"
+
+
+def device_type() -> str:
+    """The device type under test: the active backend's name (raises if none is active)."""
+    from torch_backend import active_backend
+
+    backend = active_backend()
+    if backend is None:
+        raise RuntimeError(
+            "no torch-backend backend is active: run the kit with `python -m torch_backend.testing NAME`"
+        )
+    return backend.name
+
+
+def device_module() -> ModuleType:
+    """``torch.<device>``, the module core generated for the backend under test."""
+    import torch
+
+    return getattr(torch, device_type())
+
+
+def device_count() -> int:
+    return device_module().device_count()
+
+
+@functools.cache
+def stream_sleep_supported() -> bool:
+    """Whether the runtime implements the optional ``stream_sleep`` (tests of asynchrony need it)."""
+    try:
+        device_module()._sleep(1)
+    except NotImplementedError:
+        return False
+    device_module().synchronize()
+    return True
+
+
+def dropout_on_device() -> bool:
+    """Whether dropout runs on a device kernel (its masks then come from the device's generator, not CPU's)."""
+    import torch  # noqa: F401  (activates the backend)
+
+    from torch_backend import _C
+
+    return any(op == "native_dropout" and on_device for op, _, _, on_device in _C._op_table())
+
+
+def run_python(code: str, timeout: float = 120, **env: str) -> subprocess.CompletedProcess:
+    """Runs ``code`` in a fresh interpreter with the same backend; it must exit with status 0."""
+    full_env = os.environ | {"TORCH_BACKEND": device_type()} | env
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=full_env, timeout=timeout)
+    assert out.returncode == 0, f"exited {out.returncode}:\n{out.stdout}{out.stderr}"
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Runs the conformance suite against the backend named first in ``argv`` (see the module doc)."""
+    from torch_backend.testing._runner import main as run
+
+    return run(argv)
+
+
+__all__ = [
+    "DEFAULT_KNOWN_FAILURES",
+    "KNOWN_FAILURES_ENV",
+    "device_count",
+    "device_module",
+    "device_type",
+    "dropout_on_device",
+    "main",
+    "run_python",
+    "stream_sleep_supported",
+]

@@ -1,0 +1,1 @@
+"""The conformance suite: one test file per subsystem; run it with `python -m torch_backend.testing NAME`."""
