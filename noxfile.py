@@ -22,6 +22,7 @@ NUMPY = "numpy==2.4.6"
 TORCH = [f"torch=={DEFAULT_TORCH}", NUMPY]
 BUILD_TOOLS = ["hatchling==1.33.0"]
 TEST_TOOLS = ["pytest==9.0.3", "expecttest==0.3.0"]
+DOCS_TOOLS = ["sphinx==9.0.4", "myst-parser==5.2.0"]
 # Device name -> package folder. npu and gpu are skeletons until their device symbols land.
 BACKENDS = {"fake": "torch-backend-fake", "npu": "torch-backend-npu", "gpu": "torch-backend-cuda"}
 
@@ -118,6 +119,15 @@ def lint(session: nox.Session) -> None:
     """The pre-commit hooks (ruff, ruff-format, clang-format) over every file."""
     session.install("pre-commit==4.7.0")
     session.run("pre-commit", "run", "--all-files", "--show-diff-on-failure")
+
+
+@nox.session(tags=["ci"])
+def docs(session: nox.Session) -> None:
+    """The documentation site (Sphinx, MyST Markdown), warnings as errors, into build/docs."""
+    session.install(*TORCH, *DOCS_TOOLS)
+    out = ROOT / "build" / "docs"
+    session.run("sphinx-build", "-W", "--keep-going", "-q", "-b", "html", str(ROOT / "docs"), str(out))
+    session.log(f"open {out / 'index.html'}")
 
 
 @nox.session
