@@ -134,6 +134,31 @@ def test_injected_faults_are_errors_that_lose_nothing(capfd):
     assert survived == injected and lost == 0
 
 
+@pytest.mark.skipif(
+    os.environ.get("TORCH_BACKEND_FAKE_DISCRETE") != "1",
+    reason="with host-addressable memory host code copies itself, synchronously: nothing is queued",
+)
+def test_a_failed_blocking_copy_never_lands_later():
+    # The caller may free pageable host memory once the copy raised: no part of the
+    # copy may still be queued then (it once was, after a failed stream_synchronize,
+    # and wrote into freed heap memory: glibc aborted later, elsewhere).
+    source = torch.arange(1 << 16, dtype=torch.float32, device="fake")
+    torch.fake.synchronize()
+    for operation in ("stream_synchronize", "memcpy"):
+        destination = torch.zeros(1 << 16)
+        torch.fake._sleep(200_000)  # the stream is busy: a queued copy would land after the error
+        faults.inject(operation, 1)
+        try:
+            with pytest.raises(RuntimeError, match="injected fault"):
+                destination.copy_(source)
+        finally:
+            faults.clear()
+        seen = destination.clone()
+        torch.fake.synchronize()
+        assert torch.equal(destination, seen), f"the copy that failed in {operation} wrote afterwards"
+    torch.testing.assert_close(source.cpu(), torch.arange(1 << 16, dtype=torch.float32))
+
+
 def test_faults_armed_by_environment_variable():
     out = run_script(
         "import torch, torch_backend_fake.faults as faults\n"

@@ -89,7 +89,10 @@ void host_memcpy(void* dst, const void* src, size_t bytes) {
 // Enqueues a copy on the current stream of `device`. It stays asynchronous
 // only where that is safe, as with CUDA: device-to-device always, and host
 // transfers with non_blocking=True from/to pinned memory (which is then kept
-// from reuse until the copy is done). Otherwise it waits for the copy.
+// from reuse until the copy is done). Otherwise the copy is synchronous: the
+// caller may free pageable host memory as soon as this returns *or throws*,
+// so no copy of it may still be queued then (an enqueued copy followed by a
+// failed stream_synchronize would write into freed memory).
 void copy_bytes(void* dst, const void* src, size_t bytes, CopyKind kind,
                 c10::Device device, bool non_blocking) {
   c10::DeviceGuard guard(device);
@@ -106,12 +109,17 @@ void copy_bytes(void* dst, const void* src, size_t bytes, CopyKind kind,
   const c10::Stream stream = current_stream(device.index());
   const StreamHandle handle = native_stream(stream);
   DeviceRuntime& runtime = active_runtime();
-  TORCH_BACKEND_CHECK(runtime.memcpy_async(dst, src, bytes, kind, handle));
-  const bool async = kind == CopyKind::DeviceToDevice ||
-                     (pinned_async && record_host_use(host, stream));
-  if (!async) {
-    TORCH_BACKEND_CHECK(runtime.stream_synchronize(handle));
+  // A pinned block's use is recorded first: if the copy then fails to
+  // enqueue, the block is only kept from reuse a little longer.
+  if (kind == CopyKind::DeviceToDevice ||
+      (pinned_async && record_host_use(host, stream))) {
+    TORCH_BACKEND_CHECK(runtime.memcpy_async(dst, src, bytes, kind, handle));
+    return;
   }
+  // After the stream's earlier work (a failure here leaves nothing queued),
+  // then the runtime's synchronous copy.
+  TORCH_BACKEND_CHECK(runtime.stream_synchronize(handle));
+  TORCH_BACKEND_CHECK(runtime.memcpy(dst, src, bytes, kind));
 }
 
 const Tensor& resize_(const Tensor& self, IntArrayRef size,
