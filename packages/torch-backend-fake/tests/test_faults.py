@@ -63,9 +63,10 @@ def allocator_consistent(kept_bytes: int) -> list[str]:
     problems = []
     if stats["allocated_bytes.all.current"] != kept_bytes:
         problems.append(f"allocated {stats['allocated_bytes.all.current']} bytes, expected {kept_bytes}")
-    # Not checked yet: active_bytes. Under pytest only, after a memcpy_async fault that follows
-    # other faults, it stays 512 bytes above allocated_bytes (a block counted active but
-    # neither allocated nor free); not reproduced outside pytest. Open item (issue 14 notes).
+    if stats["active_bytes.all.current"] != stats["allocated_bytes.all.current"]:
+        problems.append(
+            f"active {stats['active_bytes.all.current']} != allocated {stats['allocated_bytes.all.current']}"
+        )
     if torch.fake.memory_reserved() != total - free:
         problems.append(f"reserved {torch.fake.memory_reserved()} != runtime's used {total - free}")
     return problems

@@ -293,8 +293,7 @@ Block* DeviceCachingAllocator::take_binned(c10::Stream stream, size_t size) {
   Block* block = slot.back();
   slot.pop_back();
   mark_binned(block, false);
-  count_active(block, +1);
-  return block;
+  return block;  // malloc counts it active, as a block from a pool
 }
 
 bool DeviceCachingAllocator::bin(Block* block) {

@@ -30,6 +30,21 @@ def test_allocated_counts_rounded_bytes_and_peaks():
     assert dev.max_memory_allocated() == base
 
 
+def test_active_memory_returns_to_what_is_allocated():
+    # Freed blocks stop being active once no stream uses them (torch.cuda's meaning),
+    # however often small blocks are reused.
+    base = dev.memory_stats()
+    for size in (100, 1000, 100_000, 100, 3 << 20):
+        for _ in range(50):
+            x = torch.empty(size, device=DEVICE)
+            del x
+    dev.synchronize()
+    stats = dev.memory_stats()
+    for key in ("active_bytes.all.current", "active.all.current", "allocated_bytes.all.current"):
+        assert stats[key] == base[key], key
+    assert stats["active_bytes.all.current"] == stats["allocated_bytes.all.current"]
+
+
 def test_freed_memory_stays_reserved_until_empty_cache():
     x = torch.empty(4 << 20, dtype=torch.uint8, device=DEVICE)
     reserved = dev.memory_reserved()
