@@ -14,10 +14,8 @@
 
 #include <torch_backend/DeviceKernels.h>
 
+#include "FakeHardware.h"
 #include "HostTensor.h"
-
-void fake_enqueue(torch_backend::StreamHandle stream,
-                  std::function<void()> work);
 
 namespace {
 
@@ -48,7 +46,7 @@ at::Tensor scores_of(const at::Tensor& query, const at::Tensor& key,
 
 torch_backend::Status fake_attention(const torch_backend::KernelContext& ctx,
                                      const torch_backend::AttentionCall& call) {
-  fake_enqueue(ctx.stream, [call] {
+  fake::enqueue_kernel(ctx.stream, [call] {
     const at::Tensor scores =
         scores_of(as_float(call.query), as_float(call.key), call.bias,
                   call.scale, call.is_causal);
@@ -64,7 +62,7 @@ torch_backend::Status fake_attention(const torch_backend::KernelContext& ctx,
 torch_backend::Status fake_attention_backward(
     const torch_backend::KernelContext& ctx,
     const torch_backend::AttentionBackwardCall& call) {
-  fake_enqueue(ctx.stream, [call] {
+  fake::enqueue_kernel(ctx.stream, [call] {
     const at::Tensor query = as_float(call.query);
     const at::Tensor key = as_float(call.key);
     const at::Tensor grad_out = as_float(call.grad_out);

@@ -46,10 +46,8 @@
 
 #include <torch_backend/DeviceKernels.h>
 
+#include "FakeHardware.h"
 #include "HostTensor.h"
-
-void fake_enqueue(torch_backend::StreamHandle stream,
-                  std::function<void()> work);
 // FakeAttention.cpp
 torch_backend::Status fake_attention(const torch_backend::KernelContext& ctx,
                                      const torch_backend::AttentionCall& call);
@@ -156,7 +154,7 @@ C scalar_as(const ScalarValue& value) {
 template <typename Out, typename... In, std::size_t... I, typename Op>
 void enqueue_map(const KernelContext& ctx, const ElementwiseCall& call,
                  std::index_sequence<I...>, Op op) {
-  fake_enqueue(ctx.stream, [call, op] {
+  fake::enqueue_kernel(ctx.stream, [call, op] {
     constexpr std::size_t n = sizeof...(In) + 1;
     const std::array<const TensorView*, n> views{&call.out, &call.inputs[I]...};
     Out* out = static_cast<Out*>(call.out.data);
@@ -412,7 +410,7 @@ FAKE_KERNEL(masked_fill) {
   return visit_dtype(call.out.dtype, [&](auto tag) {
     using T = decltype(tag);
     const T value = static_cast<T>(scalar_as<Compute<T>>(call.scalars[0]));
-    fake_enqueue(ctx.stream, [call, value] {
+    fake::enqueue_kernel(ctx.stream, [call, value] {
       T* out = static_cast<T*>(call.out.data);
       const bool* mask = static_cast<const bool*>(call.inputs[0].data);
       for_each_offset<2>({&call.out, &call.inputs[0]}, [&](const auto& at) {
@@ -430,7 +428,7 @@ FAKE_KERNEL(arange) {
   return visit_dtype(call.out.dtype, [&](auto tag) {
     using T = decltype(tag);
     const ScalarValue start = call.scalars[0], step = call.scalars[1];
-    fake_enqueue(ctx.stream, [call, start, step] {
+    fake::enqueue_kernel(ctx.stream, [call, start, step] {
       T* out = static_cast<T*>(call.out.data);
       std::int64_t i = 0;
       for_each_offset<1>({&call.out}, [&](const auto& at) {
@@ -456,7 +454,7 @@ FAKE_KERNEL(arange) {
 template <typename Reduce>
 Status reduce(const KernelContext& ctx, const TensorView& out,
               const TensorView& in, Reduce reduce_into) {
-  fake_enqueue(ctx.stream, [out, in, reduce_into] {
+  fake::enqueue_kernel(ctx.stream, [out, in, reduce_into] {
     std::vector<std::int64_t> dims;
     TensorView kept = out;
     for (std::int32_t d = 0; d < out.dim; ++d) {
@@ -491,7 +489,7 @@ FAKE_REDUCTION(amin_kernel, at::amin_out(result, input, dims, true))
 // var/std (and the mean) over the dims where var has stride 0.
 Status variance_kernel(const KernelContext& ctx,
                        const torch_backend::VarianceCall& call) {
-  fake_enqueue(ctx.stream, [call] {
+  fake::enqueue_kernel(ctx.stream, [call] {
     std::vector<std::int64_t> dims;
     TensorView var = call.var;
     TensorView mean = call.mean;
@@ -521,7 +519,7 @@ Status variance_kernel(const KernelContext& ctx,
 }
 
 Status gemm(const KernelContext& ctx, const torch_backend::GemmCall& call) {
-  fake_enqueue(ctx.stream, [call] {
+  fake::enqueue_kernel(ctx.stream, [call] {
     at::Tensor out = host_tensor(call.out);
     const at::Tensor a = host_tensor(call.a);
     const at::Tensor b = host_tensor(call.b);
@@ -538,7 +536,7 @@ Status gemm(const KernelContext& ctx, const torch_backend::GemmCall& call) {
 
 Status softmax_kernel(const KernelContext& ctx, const TensorView& out,
                       const TensorView& in, std::int32_t dim) {
-  fake_enqueue(ctx.stream, [out, in, dim] {
+  fake::enqueue_kernel(ctx.stream, [out, in, dim] {
     at::Tensor result = host_tensor(out);
     at::_softmax_out(result, host_tensor(in), dim, false);
   });
@@ -547,7 +545,7 @@ Status softmax_kernel(const KernelContext& ctx, const TensorView& out,
 
 Status log_softmax_kernel(const KernelContext& ctx, const TensorView& out,
                           const TensorView& in, std::int32_t dim) {
-  fake_enqueue(ctx.stream, [out, in, dim] {
+  fake::enqueue_kernel(ctx.stream, [out, in, dim] {
     at::Tensor result = host_tensor(out);
     at::_log_softmax_out(result, host_tensor(in), dim, false);
   });
@@ -558,7 +556,7 @@ Status softmax_backward_kernel(const KernelContext& ctx,
                                const TensorView& grad_input,
                                const TensorView& grad_output,
                                const TensorView& output, std::int32_t dim) {
-  fake_enqueue(ctx.stream, [grad_input, grad_output, output, dim] {
+  fake::enqueue_kernel(ctx.stream, [grad_input, grad_output, output, dim] {
     at::Tensor result = host_tensor(grad_input);
     at::_softmax_backward_data_out(result, host_tensor(grad_output),
                                    host_tensor(output), dim,
@@ -571,7 +569,7 @@ Status log_softmax_backward_kernel(const KernelContext& ctx,
                                    const TensorView& grad_input,
                                    const TensorView& grad_output,
                                    const TensorView& output, std::int32_t dim) {
-  fake_enqueue(ctx.stream, [grad_input, grad_output, output, dim] {
+  fake::enqueue_kernel(ctx.stream, [grad_input, grad_output, output, dim] {
     at::Tensor result = host_tensor(grad_input);
     at::_log_softmax_backward_data_out(result, host_tensor(grad_output),
                                        host_tensor(output), dim,
@@ -587,7 +585,7 @@ std::optional<at::Tensor> optional_tensor(const TensorView& view) {
 
 Status nll_loss_kernel(const KernelContext& ctx,
                        const torch_backend::NllLossCall& call) {
-  fake_enqueue(ctx.stream, [call] {
+  fake::enqueue_kernel(ctx.stream, [call] {
     at::Tensor out = host_tensor(call.out);
     at::Tensor total_weight = host_tensor(call.total_weight);
     at::Tensor input = host_tensor(call.input);
@@ -604,7 +602,7 @@ Status nll_loss_kernel(const KernelContext& ctx,
 
 Status nll_loss_backward_kernel(
     const KernelContext& ctx, const torch_backend::NllLossBackwardCall& call) {
-  fake_enqueue(ctx.stream, [call] {
+  fake::enqueue_kernel(ctx.stream, [call] {
     at::Tensor grad_input = host_tensor(call.grad_input);
     // ATen's CPU kernel reads only the input's shape: a 1-element stand-in.
     const at::Tensor shape_of_input = at::empty_strided(
@@ -621,7 +619,7 @@ Status nll_loss_backward_kernel(
 
 Status index_select_kernel(const KernelContext& ctx,
                            const torch_backend::IndexCall& call) {
-  fake_enqueue(ctx.stream, [call] {
+  fake::enqueue_kernel(ctx.stream, [call] {
     at::Tensor out = host_tensor(call.out);
     at::index_select_out(out, host_tensor(call.self), call.dim,
                          host_tensor(call.index));
@@ -634,7 +632,7 @@ Status index_add_kernel(const KernelContext& ctx,
   const at::Scalar alpha = call.alpha.is_integral
                                ? at::Scalar(call.alpha.as_int)
                                : at::Scalar(call.alpha.as_double);
-  fake_enqueue(ctx.stream, [call, alpha] {
+  fake::enqueue_kernel(ctx.stream, [call, alpha] {
     host_tensor(call.out).index_add_(call.dim, host_tensor(call.index),
                                      host_tensor(call.source), alpha);
   });
@@ -654,7 +652,7 @@ void copy_requested(
 
 Status layer_norm_kernel(const KernelContext& ctx,
                          const torch_backend::LayerNormCall& call) {
-  fake_enqueue(ctx.stream, [call] {
+  fake::enqueue_kernel(ctx.stream, [call] {
     const at::Tensor input = host_tensor(call.input);
     auto [out, mean, rstd] = at::native_layer_norm(
         input, {input.size(1)}, optional_tensor(call.weight),
@@ -669,7 +667,7 @@ Status layer_norm_kernel(const KernelContext& ctx,
 Status layer_norm_backward_kernel(
     const KernelContext& ctx,
     const torch_backend::LayerNormBackwardCall& call) {
-  fake_enqueue(ctx.stream, [call] {
+  fake::enqueue_kernel(ctx.stream, [call] {
     const at::Tensor input = host_tensor(call.input);
     const std::int64_t rows = input.size(0), cols = input.size(1);
     const bool want_bias = call.grad_bias.data != nullptr;
@@ -720,7 +718,7 @@ Status dropout_kernel(const KernelContext& ctx,
     if constexpr (!std::is_floating_point_v<Compute<T>>) {
       return kNotSupported;
     } else {
-      fake_enqueue(ctx.stream, [call] {
+      fake::enqueue_kernel(ctx.stream, [call] {
         using C = Compute<T>;
         const T* in =
             static_cast<const T*>(call.input.data) + call.input.offset;
@@ -750,7 +748,7 @@ Status dropout_kernel(const KernelContext& ctx,
 
 Status gather_kernel(const KernelContext& ctx,
                      const torch_backend::IndexCall& call) {
-  fake_enqueue(ctx.stream, [call] {
+  fake::enqueue_kernel(ctx.stream, [call] {
     at::Tensor out = host_tensor(call.out);
     at::gather_out(out, host_tensor(call.self), call.dim,
                    host_tensor(call.index));
@@ -760,7 +758,7 @@ Status gather_kernel(const KernelContext& ctx,
 
 Status scatter_add_kernel(const KernelContext& ctx,
                           const torch_backend::IndexCall& call) {
-  fake_enqueue(ctx.stream, [call] {
+  fake::enqueue_kernel(ctx.stream, [call] {
     host_tensor(call.out).scatter_add_(call.dim, host_tensor(call.index),
                                        host_tensor(call.source));
   });
@@ -771,7 +769,7 @@ template <bool Max>
 Status arg_reduction_kernel(const KernelContext& ctx, const TensorView& values,
                             const TensorView& indices, const TensorView& in,
                             std::int32_t dim) {
-  fake_enqueue(ctx.stream, [values, indices, in, dim] {
+  fake::enqueue_kernel(ctx.stream, [values, indices, in, dim] {
     const at::Tensor input = host_tensor(in);
     auto [found_values, found_indices] =
         Max ? at::max(input, dim, true) : at::min(input, dim, true);
@@ -785,7 +783,7 @@ Status arg_reduction_kernel(const KernelContext& ctx, const TensorView& values,
 
 Status batch_norm_kernel(const KernelContext& ctx,
                          const torch_backend::BatchNormCall& call) {
-  fake_enqueue(ctx.stream, [call] {
+  fake::enqueue_kernel(ctx.stream, [call] {
     // The running stats are tensors over device memory: updated in place.
     auto [out, save_mean, save_invstd] = at::native_batch_norm(
         host_tensor(call.input), optional_tensor(call.weight),
@@ -804,7 +802,7 @@ Status batch_norm_kernel(const KernelContext& ctx,
 Status batch_norm_backward_kernel(
     const KernelContext& ctx,
     const torch_backend::BatchNormBackwardCall& call) {
-  fake_enqueue(ctx.stream, [call] {
+  fake::enqueue_kernel(ctx.stream, [call] {
     auto [grad_input, grad_weight, grad_bias] = at::native_batch_norm_backward(
         host_tensor(call.grad_out), host_tensor(call.input),
         optional_tensor(call.weight), optional_tensor(call.running_mean),

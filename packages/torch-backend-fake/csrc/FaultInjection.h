@@ -41,7 +41,8 @@ enum class Operation {
   Kernel,  // a kernel launch: the kernel fails on its stream, asynchronously
 };
 
-// Statuses a fault returns (fake's own codes continue FakeStatus).
+// Statuses a fault returns (the machine's own codes, fake::Code in
+// FakeHardware.h, leave these two free).
 constexpr int kInjectedFault = 7;
 constexpr int kDeviceLost = 8;
 

@@ -1,0 +1,210 @@
+// The simulated hardware behind the `fake` device: what a driver and a chip
+// would provide, so that FakeDevice.cpp reads like CudaDevice.cpp (one
+// call per device symbol).
+//  - Device memory is host memory owned by this machine (never the CPU
+//    allocator), with a per-device capacity, so device and CPU tensors are
+//    genuinely different storages and an oversized allocation really fails.
+//    Each allocation is a shared-memory file, so another process can map it.
+//  - Each stream is a worker thread running its work in order, so
+//    asynchronous copies complete later, events complete when the stream
+//    reaches them and cross-stream waits block the waiting stream only.
+//  - A kernel that fails on a stream's worker (fake's kernels call ATen's CPU
+//    kernels, which may throw) fails asynchronously, as a CUDA kernel does:
+//    the error is kept and reported by the next call that synchronises with
+//    the device (stream, event or device synchronize, a blocking copy), once.
+//
+// Environment:
+//   TORCH_BACKEND_FAKE_DEVICE_COUNT  number of devices (default 2)
+//   TORCH_BACKEND_FAKE_MEMORY_MB     capacity of each device (default 65536)
+//   TORCH_BACKEND_FAKE_DISCRETE      1: memory host code may not address, as
+//                                    a discrete accelerator's
+//   TORCH_BACKEND_FAKE_IPC           0: no inter-process memory handles
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstddef>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <unordered_map>
+#include <unordered_set>
+#include <vector>
+
+#include <torch_backend/DeviceRuntime.h>
+
+namespace fake {
+
+using torch_backend::Status;
+using Clock = std::chrono::steady_clock;
+
+// The machine's status codes (FaultInjection.h adds 7 and 8).
+enum Code : Status {
+  kOutOfMemory = 1,
+  kInvalidDevice = 2,
+  kInvalidPointer = 3,
+  kInvalidValue = 4,
+  kNotReady = 5,
+  kNoTiming = 6,
+  kKernelFailed = 9,
+  kIpcGone = 10,
+  kNotShareable = 11,
+};
+
+// The first kernel failure not yet reported, from any stream.
+class KernelFailures {
+ public:
+  void record(std::string what);
+  // kKernelFailed (once per failure) with its message kept for
+  // reported_message() on this thread; kSuccess when none is pending.
+  Status take();
+  static const std::string& reported_message();
+
+ private:
+  std::mutex mutex_;
+  std::atomic<bool> pending_{false};
+  std::string message_;
+};
+
+KernelFailures& kernel_failures();
+
+// The copy engine: every core for large copies, as the CPU's own copy_ does,
+// so host<->device bandwidth matches host<->host.
+void copy_memory(void* dst, const void* src, std::size_t bytes);
+
+// Work items of one stream, run in order by its own worker thread.
+class Stream {
+ public:
+  // The worker lives as long as the process: never joined (joining from a
+  // static destructor at exit would race the interpreter's teardown). Core
+  // drains every stream before finalisation and enqueues nothing after it
+  // (shutdown contract in DeviceRuntime.h).
+  explicit Stream(int device);
+
+  void enqueue(std::function<void()> work) { push({std::move(work), false}); }
+  // Runs `signal` once all earlier work is done *and counted*, so that a
+  // thread woken by it already sees the stream idle (event semantics).
+  void enqueue_marker(std::function<void()> signal) {
+    push({std::move(signal), true});
+  }
+
+  // Counters change under the mutex but are read without it: an idle
+  // stream (the common case: the CPU fallback synchronises before every
+  // kernel) answers without locking. The acquire pairs with the worker's
+  // increment after the work, so its writes are visible.
+  bool idle() const {
+    return completed_.load(std::memory_order_acquire) ==
+           enqueued_.load(std::memory_order_acquire);
+  }
+  void synchronize();
+
+  const int device;
+
+ private:
+  struct Item {
+    std::function<void()> work;
+    bool marker;
+  };
+
+  void push(Item item);
+  void run();
+
+  std::mutex mutex_;
+  std::condition_variable work_ready_;
+  std::condition_variable work_done_;
+  std::deque<Item> queue_;
+  std::atomic<std::uint64_t> enqueued_{0};
+  std::atomic<std::uint64_t> completed_{0};
+  std::thread worker_;
+};
+
+// Completion of the work a stream had when the event was last recorded.
+struct Event {
+  explicit Event(bool timing) : timing(timing) {}
+
+  void complete(std::uint64_t generation);
+  void wait_for(std::uint64_t generation);
+  // Records the work `stream` has so far; returns when that is enqueued.
+  void record_on(Stream& stream, const std::shared_ptr<Event>& self);
+  // The generation last recorded (0: never).
+  std::uint64_t last_recorded();
+
+  const bool timing;
+  std::mutex mutex;
+  std::condition_variable done;
+  std::uint64_t recorded = 0;
+  std::uint64_t completed = 0;
+  Clock::time_point when;
+};
+
+// Streams may still wait on or complete an event after its handle was
+// destroyed (allowed in CUDA too), so queued work shares ownership of it.
+using EventRef = std::shared_ptr<Event>;
+
+// The devices: their memory, streams and configuration.
+class Machine {
+ public:
+  static Machine& get();
+
+  int device_count() const { return device_count_; }
+  std::size_t capacity() const { return capacity_; }
+  bool discrete() const { return discrete_; }
+  bool ipc() const { return ipc_; }
+
+  // --- memory: a shared-memory file per allocation -------------------------
+  Status allocate(int device, std::size_t bytes, void** ptr);
+  Status release(void* ptr);
+  std::size_t used(int device);
+  Status host_allocate(std::size_t bytes, void** ptr);
+  Status host_release(void* ptr);
+  Status share(void* base, torch_backend::IpcHandle* handle);
+  Status open_shared(const torch_backend::IpcHandle& handle, void** ptr);
+  Status close_shared(void* ptr);
+
+  // --- streams
+  // ----------------------------------------------------------------
+  Stream* create_stream(int device);
+  // The stream a handle names; null: `device`'s default stream.
+  Stream* stream(torch_backend::StreamHandle handle, int device);
+  // Waits for every stream of `device`.
+  void drain(int device);
+
+ private:
+  struct Block {
+    int device;
+    std::size_t bytes;
+    int fd;  // the shared-memory file behind it; -1: private memory
+  };
+
+  Machine();
+  std::vector<Stream*> streams_of(int device);
+
+  const int device_count_;
+  const std::size_t capacity_;
+  const bool discrete_;
+  const bool ipc_;
+  std::mutex mutex_;
+  std::vector<std::size_t> used_;
+  std::unordered_map<void*, Block> blocks_;
+  std::unordered_map<void*, std::size_t> opened_;  // from other processes
+  std::unordered_set<void*> host_blocks_;
+  std::unique_ptr<std::atomic<Stream*>[]> default_streams_;
+  std::vector<Stream*> streams_;
+};
+
+// The calling thread's current device (the state cudaSetDevice sets).
+int& current_device();
+
+// For fake's device kernels: runs `work` on the worker of `stream` (null: the
+// current device's default stream), in order with everything else enqueued
+// there, as a real device would. An injected "kernel" fault makes the kernel
+// fail on the stream instead of running.
+void enqueue_kernel(torch_backend::StreamHandle stream,
+                    std::function<void()> work);
+
+}  // namespace fake
