@@ -13,11 +13,10 @@ on, so the hook is tested in both memory modes.
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
 
 import pytest
 import torch
+from kernels_rerun import rerun_with_kernels
 from torch.nn.attention import SDPBackend
 from torch.nn.functional import scaled_dot_product_attention as sdpa
 from torch.utils._python_dispatch import TorchDispatchMode
@@ -134,11 +133,4 @@ def test_transformer_layer_trains_like_cpu() -> None:
 if not KERNELS:  # with kernels on, the tests above already took the hook
 
     def test_the_hook_with_kernels_in_this_memory_mode() -> None:
-        # The first CI pass runs without device kernels: run this file again with them on.
-        out = subprocess.run(
-            [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", __file__, "-k", "not this_memory_mode"],
-            capture_output=True, text=True, timeout=600,
-            env=os.environ | {"TORCH_BACKEND": "fake", "TORCH_BACKEND_FAKE_KERNELS": "1"},
-        )  # fmt: skip
-        assert out.returncode == 0, out.stdout[-4000:] + out.stderr[-2000:]
-        assert " passed" in out.stdout and "failed" not in out.stdout
+        rerun_with_kernels(__file__)

@@ -20,6 +20,7 @@ from collections.abc import Callable
 
 import pytest
 import torch
+from kernels_rerun import rerun_with_kernels
 from torch import nn
 
 DISCRETE = os.environ.get("TORCH_BACKEND_FAKE_DISCRETE") == "1"
@@ -223,11 +224,4 @@ def test_cached_kernels_are_not_reused_for_another_kind_of_memory(tmp_path: os.P
 if not KERNELS and not DISCRETE:
 
     def test_compile_with_kernels_in_this_memory_mode() -> None:
-        # The first CI pass runs without device kernels: run this file again with them on.
-        out = subprocess.run(
-            [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", __file__, "-k", "not this_memory_mode"],
-            capture_output=True, text=True, timeout=900,
-            env=os.environ | {"TORCH_BACKEND": "fake", "TORCH_BACKEND_FAKE_KERNELS": "1"},
-        )  # fmt: skip
-        assert out.returncode == 0, out.stdout[-4000:] + out.stderr[-2000:]
-        assert " passed" in out.stdout and "failed" not in out.stdout
+        rerun_with_kernels(__file__, timeout=900)

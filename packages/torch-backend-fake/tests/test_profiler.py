@@ -12,12 +12,11 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 import torch
+from kernels_rerun import rerun_with_kernels
 from torch.profiler import ProfilerActivity, profile, record_function
 
 KERNELS = os.environ.get("TORCH_BACKEND_FAKE_KERNELS") == "1"
@@ -100,11 +99,4 @@ def test_without_the_device_activity_nothing_is_timed_on_the_device() -> None:
 if not KERNELS:
 
     def test_profiler_with_kernels_in_this_memory_mode() -> None:
-        # The first CI pass runs without device kernels: run this file again with them on.
-        out = subprocess.run(
-            [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", __file__, "-k", "not this_memory_mode"],
-            capture_output=True, text=True, timeout=600,
-            env=os.environ | {"TORCH_BACKEND": "fake", "TORCH_BACKEND_FAKE_KERNELS": "1"},
-        )  # fmt: skip
-        assert out.returncode == 0, out.stdout[-4000:] + out.stderr[-2000:]
-        assert " passed" in out.stdout and "failed" not in out.stdout
+        rerun_with_kernels(__file__)
