@@ -12,6 +12,7 @@
 #include <torch_backend/Runtime.h>
 
 #include "../runtime/Streams.h"
+#include "../runtime/Warn.h"
 #include "DeviceCachingAllocator.h"
 #include "History.h"
 
@@ -51,7 +52,7 @@ void delete_block(void* ctx) noexcept {
     auto* block = static_cast<Block*>(ctx);
     for_device(block->device).free(block);
   } catch (const std::exception& e) {
-    TORCH_WARN_ONCE("failed to free device memory: ", e.what());
+    TORCH_BACKEND_WARN_ONCE("failed to free device memory: ", e.what());
   }
 }
 

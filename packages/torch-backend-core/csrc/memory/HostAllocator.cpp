@@ -11,6 +11,7 @@
 #include <torch_backend/Runtime.h>
 
 #include "../runtime/Streams.h"
+#include "../runtime/Warn.h"
 #include "StreamUse.h"
 
 namespace torch_backend {
@@ -208,7 +209,7 @@ void HostCachingAllocator::release(void* ptr) {
   try {
     instance().free_block(ptr);
   } catch (const std::exception& e) {  // deleters must not throw
-    TORCH_WARN_ONCE("failed to free pinned memory: ", e.what());
+    TORCH_BACKEND_WARN_ONCE("failed to free pinned memory: ", e.what());
   }
 }
 

@@ -6,6 +6,7 @@
 #include <torch_backend/Runtime.h>
 
 #include "../runtime/Streams.h"
+#include "../runtime/Warn.h"
 
 namespace torch_backend {
 
@@ -34,10 +35,11 @@ EventHandle record_stream_use(DeviceRuntime& runtime, const c10::Stream& stream,
     }
   }
   // Correct without an event, only slower: this thread waits for the stream.
-  TORCH_WARN(c10::get_privateuse1_backend(),
-             " runtime error: ", runtime.error_text(status), " (status ",
-             status, " from ", failed, ") while freeing memory used on ",
-             stream, "; waiting for that stream instead");
+  TORCH_BACKEND_WARN(c10::get_privateuse1_backend(),
+                     " runtime error: ", runtime.error_text(status),
+                     " (status ", status, " from ", failed,
+                     ") while freeing memory used on ", stream,
+                     "; waiting for that stream instead");
   check_status(runtime.stream_synchronize(native_stream(stream)),
                "stream_synchronize");
   return nullptr;

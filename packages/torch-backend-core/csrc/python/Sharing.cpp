@@ -15,6 +15,7 @@
 
 #include <torch_backend/Allocator.h>
 #include <torch_backend/Runtime.h>
+#include "../runtime/Warn.h"
 
 namespace py = pybind11;
 
@@ -86,8 +87,8 @@ py::object open_shared(const std::string& handle_bytes, int device,
               status = active_runtime().ipc_close_handle(base);
             }
             if (status != kSuccess) {
-              TORCH_WARN("failed to release shared device memory: ",
-                         active_runtime().error_text(status));
+              TORCH_BACKEND_WARN("failed to release shared device memory: ",
+                                 active_runtime().error_text(status));
             }
           })
           .options(at::TensorOptions().dtype(at::kByte).device(where))

@@ -6,6 +6,7 @@
 #include <c10/core/DeviceType.h>
 #include <c10/util/Exception.h>
 
+#include "../../runtime/Warn.h"
 #include "Fallback.h"
 
 namespace torch_backend {
@@ -23,8 +24,8 @@ FallbackPolicy fallback_policy() {
     if (value == "error") {
       return FallbackPolicy::Error;
     }
-    TORCH_WARN("TORCH_BACKEND_FALLBACK='", value,
-               "' is not one of allow, warn, error; using allow");
+    TORCH_BACKEND_WARN("TORCH_BACKEND_FALLBACK='", value,
+                       "' is not one of allow, warn, error; using allow");
     return FallbackPolicy::Allow;
   }();
   return policy;
@@ -45,10 +46,10 @@ void apply_fallback_policy(const c10::OperatorHandle& op) {
   static std::unordered_set<std::string> warned;
   std::lock_guard<std::mutex> lock(mutex);
   if (warned.insert(name).second) {
-    TORCH_WARN("The operator '", name, "' has no native kernel for the ",
-               device,
-               " device and runs on the CPU fallback "
-               "(TORCH_BACKEND_FALLBACK=warn)");
+    TORCH_BACKEND_WARN("The operator '", name,
+                       "' has no native kernel for the ", device,
+                       " device and runs on the CPU fallback "
+                       "(TORCH_BACKEND_FALLBACK=warn)");
   }
 }
 
