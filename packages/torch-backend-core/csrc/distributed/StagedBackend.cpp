@@ -8,22 +8,47 @@
 namespace torch_backend::distributed {
 
 StagedBackend::StagedBackend(c10::intrusive_ptr<c10d::Backend> gloo,
-                             std::string name, StagingMode mode)
+                             std::string name, StagingMode mode,
+                             WithoutGil without_gil)
     : c10d::Backend(gloo->getRank(), gloo->getSize()),
       gloo_(std::move(gloo)),
+      without_gil_(std::move(without_gil)),
       name_(std::move(name)),
       mode_(mode) {}
 
-void StagedBackend::setTimeout(std::chrono::milliseconds timeout) {
-  gloo_->setTimeout(timeout);
+c10d::Backend* StagedBackend::gloo() {
+  TORCH_CHECK(gloo_, "the '", name_,
+              "' process group was shut down (destroy_process_group)");
+  return gloo_.get();
 }
-void StagedBackend::abort() { gloo_->abort(); }
-void StagedBackend::shutdown() { gloo_->shutdown(); }
+
+void StagedBackend::setTimeout(std::chrono::milliseconds timeout) {
+  gloo()->setTimeout(timeout);
+}
+void StagedBackend::abort() {
+  if (gloo_) {  // nothing left to abort once shut down
+    gloo_->abort();
+  }
+}
+// ProcessGroupGloo has no shutdown of its own: its worker threads live until
+// it is destroyed, and a work one of them drops during interpreter exit can
+// release Python objects (the work's ThreadLocalState) when the GIL can no
+// longer be taken, which aborts the process ("terminate called without an
+// active exception"). So destroy_process_group destroys it here, while Python
+// is alive, with the GIL released so its workers can finish their works.
+void StagedBackend::shutdown() {
+  c10::intrusive_ptr<c10d::Backend> gloo = std::move(gloo_);
+  if (!gloo) {
+    return;
+  }
+  gloo->shutdown();
+  without_gil_([&gloo] { gloo.reset(); });
+}
 void StagedBackend::setSequenceNumberForGroup() {
-  gloo_->setSequenceNumberForGroup();
+  gloo()->setSequenceNumberForGroup();
 }
 uint64_t StagedBackend::getSequenceNumberForGroup() {
-  return gloo_->getSequenceNumberForGroup();
+  return gloo()->getSequenceNumberForGroup();
 }
 void StagedBackend::startCoalescing() {
   std::lock_guard<std::mutex> lock(coalescing_mutex_);
@@ -49,7 +74,7 @@ StagedBackend::Work StagedBackend::issued(Work work) {
 
 void StagedBackend::monitoredBarrier(const c10d::BarrierOptions& opts,
                                      bool wait_all_ranks) {
-  gloo_->monitoredBarrier(opts, wait_all_ranks);
+  gloo()->monitoredBarrier(opts, wait_all_ranks);
 }
 
 // Each collective: stage what it reads and writes, run Gloo on the host
@@ -59,7 +84,7 @@ StagedBackend::Work StagedBackend::broadcast(
     Tensors& tensors, const c10d::BroadcastOptions& opts) {
   Staging s(mode_);
   auto host = s.in_outs(tensors);
-  return issued(s.finish(gloo_->broadcast(host, opts)));
+  return issued(s.finish(gloo()->broadcast(host, opts)));
 }
 
 StagedBackend::Work StagedBackend::allreduce(
@@ -68,7 +93,7 @@ StagedBackend::Work StagedBackend::allreduce(
   auto host = s.in_outs(tensors);
   auto gloo_opts = opts;
   gloo_opts.reduceOp = s.gloo_op(opts.reduceOp, size_);
-  return issued(s.finish(gloo_->allreduce(host, gloo_opts)));
+  return issued(s.finish(gloo()->allreduce(host, gloo_opts)));
 }
 
 StagedBackend::Work StagedBackend::allreduce_coalesced(
@@ -77,7 +102,7 @@ StagedBackend::Work StagedBackend::allreduce_coalesced(
   auto host = s.in_outs(tensors);
   auto gloo_opts = opts;
   gloo_opts.reduceOp = s.gloo_op(opts.reduceOp, size_);
-  return issued(s.finish(gloo_->allreduce_coalesced(host, gloo_opts)));
+  return issued(s.finish(gloo()->allreduce_coalesced(host, gloo_opts)));
 }
 
 StagedBackend::Work StagedBackend::reduce(Tensors& tensors,
@@ -86,7 +111,7 @@ StagedBackend::Work StagedBackend::reduce(Tensors& tensors,
   auto host = s.in_outs(tensors);
   auto gloo_opts = opts;
   gloo_opts.reduceOp = s.gloo_op(opts.reduceOp, size_, rank_ == opts.rootRank);
-  return issued(s.finish(gloo_->reduce(host, gloo_opts)));
+  return issued(s.finish(gloo()->reduce(host, gloo_opts)));
 }
 
 StagedBackend::Work StagedBackend::allgather(
@@ -94,7 +119,7 @@ StagedBackend::Work StagedBackend::allgather(
   Staging s(mode_);
   auto host_in = s.inputs(inputs);
   auto host_out = s.outputs(outputs);
-  return issued(s.finish(gloo_->allgather(host_out, host_in, opts)));
+  return issued(s.finish(gloo()->allgather(host_out, host_in, opts)));
 }
 
 StagedBackend::Work StagedBackend::_allgather_base(
@@ -102,7 +127,7 @@ StagedBackend::Work StagedBackend::_allgather_base(
   Staging s(mode_);
   auto host_in = s.input(input);
   auto host_out = s.output(output);
-  return issued(s.finish(gloo_->_allgather_base(host_out, host_in, opts)));
+  return issued(s.finish(gloo()->_allgather_base(host_out, host_in, opts)));
 }
 
 StagedBackend::Work StagedBackend::allgather_coalesced(
@@ -110,7 +135,7 @@ StagedBackend::Work StagedBackend::allgather_coalesced(
   Staging s(mode_);
   auto host_in = s.inputs(inputs);
   auto host_out = s.outputs(outputs);
-  return issued(s.finish(gloo_->allgather_coalesced(host_out, host_in, opts)));
+  return issued(s.finish(gloo()->allgather_coalesced(host_out, host_in, opts)));
 }
 
 StagedBackend::Work StagedBackend::allgather_into_tensor_coalesced(
@@ -119,7 +144,7 @@ StagedBackend::Work StagedBackend::allgather_into_tensor_coalesced(
   auto host_in = s.inputs(inputs);
   auto host_out = s.outputs(outputs);
   return issued(s.finish(
-      gloo_->allgather_into_tensor_coalesced(host_out, host_in, opts)));
+      gloo()->allgather_into_tensor_coalesced(host_out, host_in, opts)));
 }
 
 StagedBackend::Work StagedBackend::gather(TensorLists& outputs, Tensors& inputs,
@@ -127,7 +152,7 @@ StagedBackend::Work StagedBackend::gather(TensorLists& outputs, Tensors& inputs,
   Staging s(mode_);
   auto host_in = s.inputs(inputs);
   auto host_out = s.outputs(outputs);
-  return issued(s.finish(gloo_->gather(host_out, host_in, opts)));
+  return issued(s.finish(gloo()->gather(host_out, host_in, opts)));
 }
 
 StagedBackend::Work StagedBackend::scatter(Tensors& outputs,
@@ -136,7 +161,7 @@ StagedBackend::Work StagedBackend::scatter(Tensors& outputs,
   Staging s(mode_);
   auto host_in = s.inputs(inputs);
   auto host_out = s.outputs(outputs);
-  return issued(s.finish(gloo_->scatter(host_out, host_in, opts)));
+  return issued(s.finish(gloo()->scatter(host_out, host_in, opts)));
 }
 
 StagedBackend::Work StagedBackend::reduce_scatter(
@@ -147,7 +172,7 @@ StagedBackend::Work StagedBackend::reduce_scatter(
   auto host_out = s.outputs(outputs);
   auto gloo_opts = opts;
   gloo_opts.reduceOp = s.gloo_op(opts.reduceOp, size_);
-  return issued(s.finish(gloo_->reduce_scatter(host_out, host_in, gloo_opts)));
+  return issued(s.finish(gloo()->reduce_scatter(host_out, host_in, gloo_opts)));
 }
 
 StagedBackend::Work StagedBackend::_reduce_scatter_base(
@@ -159,7 +184,7 @@ StagedBackend::Work StagedBackend::_reduce_scatter_base(
   auto gloo_opts = opts;
   gloo_opts.reduceOp = s.gloo_op(opts.reduceOp, size_);
   return issued(
-      s.finish(gloo_->_reduce_scatter_base(host_out, host_in, gloo_opts)));
+      s.finish(gloo()->_reduce_scatter_base(host_out, host_in, gloo_opts)));
 }
 
 StagedBackend::Work StagedBackend::reduce_scatter_tensor_coalesced(
@@ -170,7 +195,7 @@ StagedBackend::Work StagedBackend::reduce_scatter_tensor_coalesced(
   auto gloo_opts = opts;
   gloo_opts.reduceOp = s.gloo_op(opts.reduceOp, size_);
   return issued(s.finish(
-      gloo_->reduce_scatter_tensor_coalesced(host_out, host_in, gloo_opts)));
+      gloo()->reduce_scatter_tensor_coalesced(host_out, host_in, gloo_opts)));
 }
 
 StagedBackend::Work StagedBackend::alltoall_base(
@@ -181,7 +206,7 @@ StagedBackend::Work StagedBackend::alltoall_base(
   Staging s(mode_);
   auto host_in = s.input(input);
   auto host_out = s.output(output);
-  return issued(s.finish(gloo_->alltoall_base(
+  return issued(s.finish(gloo()->alltoall_base(
       host_out, host_in, output_split_sizes, input_split_sizes, opts)));
 }
 
@@ -194,31 +219,31 @@ StagedBackend::Work StagedBackend::alltoall(Tensors& outputs, Tensors& inputs,
   Staging s(mode_);
   auto host_in = s.inputs(inputs);
   auto host_out = s.outputs(outputs);
-  return issued(s.finish(gloo_->alltoall(host_out, host_in, opts)));
+  return issued(s.finish(gloo()->alltoall(host_out, host_in, opts)));
 }
 
 StagedBackend::Work StagedBackend::send(Tensors& tensors, int dst_rank,
                                         int tag) {
   Staging s(mode_);
   auto host = s.inputs(tensors);
-  return issued(s.finish(gloo_->send(host, dst_rank, tag)));
+  return issued(s.finish(gloo()->send(host, dst_rank, tag)));
 }
 
 StagedBackend::Work StagedBackend::recv(Tensors& tensors, int src_rank,
                                         int tag) {
   Staging s(mode_);
   auto host = s.outputs(tensors);
-  return issued(s.finish(gloo_->recv(host, src_rank, tag)));
+  return issued(s.finish(gloo()->recv(host, src_rank, tag)));
 }
 
 StagedBackend::Work StagedBackend::recvAnysource(Tensors& tensors, int tag) {
   Staging s(mode_);
   auto host = s.outputs(tensors);
-  return issued(s.finish(gloo_->recvAnysource(host, tag)));
+  return issued(s.finish(gloo()->recvAnysource(host, tag)));
 }
 
 StagedBackend::Work StagedBackend::barrier(const c10d::BarrierOptions& opts) {
-  return issued(gloo_->barrier(opts));
+  return issued(gloo()->barrier(opts));
 }
 
 }  // namespace torch_backend::distributed

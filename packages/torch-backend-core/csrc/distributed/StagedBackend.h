@@ -5,6 +5,7 @@
 #pragma once
 #include <torch/csrc/distributed/c10d/Backend.hpp>
 
+#include <functional>
 #include <string>
 
 #include "Staging.h"
@@ -13,8 +14,12 @@ namespace torch_backend::distributed {
 
 class StagedBackend : public c10d::Backend {
  public:
+  // Runs a callable with the GIL released where the caller holds it (the
+  // Python layer provides it; this layer knows nothing of Python).
+  using WithoutGil = std::function<void(const std::function<void()>&)>;
+
   StagedBackend(c10::intrusive_ptr<c10d::Backend> gloo, std::string name,
-                StagingMode mode);
+                StagingMode mode, WithoutGil without_gil);
 
   const std::string getBackendName() const override { return name_; }
   void setTimeout(std::chrono::milliseconds timeout) override;
@@ -70,8 +75,11 @@ class StagedBackend : public c10d::Backend {
  private:
   // Every work goes through here, so a coalescing window can collect it.
   Work issued(Work work);
+  // The Gloo backend; a clear error once the group was shut down.
+  c10d::Backend* gloo();
 
   c10::intrusive_ptr<c10d::Backend> gloo_;
+  WithoutGil without_gil_;
   std::mutex coalescing_mutex_;
   bool coalescing_ = false;
   std::vector<Work> coalesced_;

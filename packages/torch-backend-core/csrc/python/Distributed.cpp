@@ -18,7 +18,15 @@ c10d::Backend* make_staged_backend(c10d::Backend* gloo, const std::string& name,
   TORCH_CHECK_TYPE(gloo != nullptr, "expected a Gloo backend, got None");
   auto staged = c10::make_intrusive<StagedBackend>(
       c10::intrusive_ptr<c10d::Backend>::reclaim_copy(gloo), name,
-      always_pinned ? StagingMode::kPinned : StagingMode::kAuto);
+      always_pinned ? StagingMode::kPinned : StagingMode::kAuto,
+      [](const std::function<void()>& run) {
+        if (PyGILState_Check()) {
+          py::gil_scoped_release no_gil;
+          run();
+        } else {
+          run();
+        }
+      });
   return staged.release();
 }
 
