@@ -39,10 +39,15 @@ constexpr const char* source_name(const char* path) {
                       static_cast<uint32_t>(__LINE__)},                 \
                      ::c10::str(__VA_ARGS__), false))
 
-// Once per process (per call site), like TORCH_WARN_ONCE.
-#define TORCH_BACKEND_WARN_ONCE(...)                                       \
-  [[maybe_unused]] static const bool C10_ANONYMOUS_VARIABLE(warned_once) = \
-      [&] {                                                                \
-        TORCH_BACKEND_WARN(__VA_ARGS__);                                   \
-        return true;                                                       \
-      }()
+// Once per process (per call site), like TORCH_WARN_ONCE; every time under
+// torch.set_warn_always(True), as it does.
+#define TORCH_BACKEND_WARN_ONCE(...)                                         \
+  if (::c10::WarningUtils::get_warnAlways()) {                               \
+    TORCH_BACKEND_WARN(__VA_ARGS__);                                         \
+  } else {                                                                   \
+    [[maybe_unused]] static const bool C10_ANONYMOUS_VARIABLE(warned_once) = \
+        [&] {                                                                \
+          TORCH_BACKEND_WARN(__VA_ARGS__);                                   \
+          return true;                                                       \
+        }();                                                                 \
+  }
