@@ -3,19 +3,15 @@
 The behaviour every backend shares is the conformance kit's (torch_backend.testing), which
 CI runs against fake in both memory modes."""
 
-import os
-import subprocess
-import sys
+import functools
 
 import pytest
 import torch
 
+from torch_backend.testing import run_python
 
-def run(code: str, **env: str) -> subprocess.CompletedProcess:
-    """Runs `code` in a fresh process, which must exit with status 0."""
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=os.environ | env, timeout=60)
-    assert out.returncode == 0, f"exited {out.returncode}:\n{out.stdout}{out.stderr}"
-    return out
+# A fresh process with fake active, which must exit with status 0.
+run = functools.partial(run_python, timeout=60)
 
 
 def test_default_device_count_is_two():
