@@ -23,7 +23,7 @@ TORCH = [f"torch=={DEFAULT_TORCH}", NUMPY]
 BUILD_TOOLS = ["hatchling==1.33.0"]
 TEST_TOOLS = ["pytest==9.0.3", "expecttest==0.3.0"]
 DOCS_TOOLS = ["sphinx==9.0.4", "myst-parser==5.2.0"]
-# Device name -> package folder. npu and gpu are skeletons until their device symbols land.
+# Device name -> package folder.
 BACKENDS = {"fake": "torch-backend-fake", "npu": "torch-backend-npu", "gpu": "torch-backend-cuda"}
 
 nox.options.reuse_venv = "yes"
@@ -112,6 +112,39 @@ def run_conformance_kit(session: nox.Session, backend: str, env: dict[str, str])
 
 
 make_tests_session("fake")
+
+
+def build_acl_emulator(session: nox.Session) -> Path:
+    """The npu package's ACL emulator, installed in CANN's layout (include/, lib64/); returns that toolkit home."""
+    build = ROOT / "build" / "acl-emulator"
+    home = build / "ascend-toolkit" / "latest"
+    torch_root = session.run("python", "-c", "import os, torch; print(os.path.dirname(torch.__file__))", silent=True)
+    session.run(
+        "cmake", "-S", str(PACKAGES / "torch-backend-npu" / "emulator"), "-B", str(build / "cmake"), "-G", "Ninja",
+        f"-DCMAKE_INSTALL_PREFIX={home}", f"-DTORCH_ROOT={torch_root.strip()}", external=True,
+    )  # fmt: skip
+    session.run("cmake", "--build", str(build / "cmake"), "--target", "install", external=True)
+    return home
+
+
+@nox.session(name="tests-npu", tags=["ci", "tests"])
+def tests_npu(session: nox.Session) -> None:
+    """npu over the ACL emulator (no Ascend hardware here): its own tests, core's kit, the OpInfo sweep.
+
+    The package builds as against a real CANN installation: ASCEND_TOOLKIT_HOME
+    points at the emulator's toolkit layout, and every ACL and aclnn symbol
+    must resolve there at link time. It runs as with CANN's set_env.sh sourced.
+    """
+    system_deps(session)
+    session.install(*TORCH, *BUILD_TOOLS, *TEST_TOOLS)
+    session.install("--no-build-isolation", "-e", str(PACKAGES / "torch-backend-core"))
+    home = str(build_acl_emulator(session))
+    npu = PACKAGES / BACKENDS["npu"]
+    session.install("--no-build-isolation", "-e", str(npu), env={"ASCEND_TOOLKIT_HOME": home})
+    env = {"TORCH_BACKEND": "npu", "ASCEND_HOME_PATH": home}
+    session.run("pytest", str(npu / "tests"), *session.posargs, env=env)
+    run_conformance_kit(session, "npu", env)
+    session.run("python", "-m", "torch_backend.testing.opinfo", "--known", env=env)
 
 
 @nox.session(tags=["ci"])

@@ -1,5 +1,7 @@
 """Activation happens once per process and fails with Python errors, never aborts."""
 
+import subprocess
+
 import pytest
 import torch
 from conftest import run_python
@@ -78,3 +80,42 @@ def test_failing_collectives_registration_only_warns():
     assert out.returncode == 0, out.stderr
     assert "no c10d backend for 'fake' tensors: no HCCL here" in out.stdout
     assert out.stdout.strip().endswith("2.0")
+
+
+def test_runtime_libraries_load_first_and_globally(tmp_path):
+    # A vendor runtime of one function, loaded at activation RTLD_GLOBAL: its
+    # symbol is then in the process's global scope, where a device library
+    # built against headers only resolves it.
+    source = tmp_path / "myrt.c"
+    source.write_text("int my_runtime_version(void) { return 42; }\n")
+    library = tmp_path / "libmyrt.so"
+    subprocess.run(["cc", "-shared", "-fPIC", "-o", str(library), str(source)], check=True)
+    code = (
+        "import ctypes, dataclasses, torch, torch_backend._activation, torch_backend_fake\n"
+        "print(hasattr(ctypes.CDLL(None), 'my_runtime_version'))\n"
+        f"backend = dataclasses.replace(torch_backend_fake.backend, runtime_libraries=lambda: [{str(library)!r}])\n"
+        "torch_backend._activation.activate_backend(backend)\n"
+        "print(ctypes.CDLL(None).my_runtime_version(), torch.ones(2, device='fake').sum().item())\n"
+    )
+    out = run_python(code, env={"TORCH_DEVICE_BACKEND_AUTOLOAD": "0"})
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["False", "42", "2.0"]
+
+
+def test_missing_runtime_library_is_a_clear_error_and_activates_nothing():
+    code = (
+        "import dataclasses, torch, torch_backend, torch_backend._activation, torch_backend_fake\n"
+        "backend = dataclasses.replace(torch_backend_fake.backend, runtime_libraries=lambda: ['/nowhere/libmyrt.so'])\n"
+        "try:\n"
+        "    torch_backend._activation.activate_backend(backend)\n"
+        "except RuntimeError as error:\n"
+        "    print(error)\n"
+        "print(torch_backend.active_backend(), torch._C._get_privateuse1_backend_name())\n"
+    )
+    out = run_python(code, env={"TORCH_DEVICE_BACKEND_AUTOLOAD": "0"})
+    assert out.returncode == 0, out.stderr
+    lines = out.stdout.splitlines()
+    assert lines[0].startswith(
+        "torch-backend: cannot activate 'fake': loading its runtime library /nowhere/libmyrt.so failed"
+    )
+    assert lines[1] == "None privateuseone"

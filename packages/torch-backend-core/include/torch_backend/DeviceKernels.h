@@ -16,6 +16,7 @@
 // listed in core's op table (`python -m torch_backend ops` shows them).
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 
 #include <torch_backend/DeviceRuntime.h>
@@ -300,6 +301,32 @@ struct AttentionBackwardCall {
 };
 using AttentionBackwardKernel = Status (*)(const KernelContext& ctx,
                                            const AttentionBackwardCall& call);
+
+// ---- Scratch memory ---------------------------------------------------------
+// Device memory for one kernel call (an aclnn workspace, a BLAS workspace),
+// from core's caching allocator on ctx's device and stream: call from inside
+// a kernel, use it only in work the kernel enqueues on ctx.stream, and release
+// it before the kernel returns. Release is stream-ordered, as any free of the
+// caching allocator: later work on the stream may reuse the memory, never
+// earlier or concurrent work. Out of memory throws (torch.OutOfMemoryError),
+// as every allocation does; 0 bytes gives nullptr.
+TORCH_BACKEND_API void* allocate_workspace(const KernelContext& ctx,
+                                           std::size_t bytes);
+TORCH_BACKEND_API void release_workspace(void* ptr);
+
+// Owns one workspace for a scope.
+class KernelWorkspace {
+ public:
+  KernelWorkspace(const KernelContext& ctx, std::size_t bytes)
+      : ptr_(allocate_workspace(ctx, bytes)) {}
+  ~KernelWorkspace() { release_workspace(ptr_); }
+  KernelWorkspace(const KernelWorkspace&) = delete;
+  KernelWorkspace& operator=(const KernelWorkspace&) = delete;
+  void* get() const { return ptr_; }
+
+ private:
+  void* ptr_;
+};
 
 // Filled by the backend's TORCH_BACKEND_DEFINE_DEVICE_KERNELS function. The
 // kernel names each family accepts are the op table's (`python -m

@@ -85,6 +85,7 @@ def _register(backend: Backend) -> None:
         )
     # Load and query before touching PyTorch, so a backend without devices
     # leaves the process as it was.
+    _load_runtime_libraries(backend)
     _C._load_device_library(str(backend.library))
     if _C._loaded_device_count() == 0:
         raise RuntimeError(f"torch-backend: backend '{backend.name}' reports no devices")
@@ -104,6 +105,21 @@ def _register(backend: Backend) -> None:
     when_imported("torch._dynamo", lambda _: _dynamo.register(device_module, backend.name))
     when_imported("torch._inductor.compile_fx", lambda _: _inductor.register(backend.name))
     _register_collectives(backend)
+
+
+def _load_runtime_libraries(backend: Backend) -> None:
+    if backend.runtime_libraries is None:
+        return
+    import ctypes
+
+    for library in backend.runtime_libraries():
+        try:
+            ctypes.CDLL(str(library), mode=ctypes.RTLD_GLOBAL)
+        except OSError as error:
+            raise RuntimeError(
+                f"torch-backend: cannot activate '{backend.name}': "
+                f"loading its runtime library {library} failed: {error}"
+            ) from error
 
 
 def _register_collectives(backend: Backend) -> None:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -29,6 +29,11 @@ class Backend:
             (:class:`torch_backend.InductorCodegen`), called when Inductor
             first compiles for the device; by default a device with
             host-addressable memory gets Inductor's C++ kernels, others none.
+        runtime_libraries: the vendor runtime's shared libraries (paths), which
+            core loads, in order and visible to later libraries
+            (``RTLD_GLOBAL``), just before the device library. A device
+            library built without the vendor's libraries at hand (only its
+            headers) resolves its runtime calls against them.
     """
 
     name: str
@@ -38,6 +43,7 @@ class Backend:
     description: str = ""
     collectives: Callable[[], None] | None = None
     inductor: Callable[[], Any] | None = None
+    runtime_libraries: Callable[[], Sequence[str | Path]] | None = None
 
     def availability(self) -> tuple[bool, str]:
         """(available, reason), without loading the device library."""

@@ -1,0 +1,441 @@
+// The npu device's kernels: core's kernel families mapped onto aclnn
+// operators. Every operator runs through one two-phase wrapper (ACLNN below):
+// XxxGetWorkspaceSize plans the call, core's caching allocator provides the
+// workspace on the kernel's stream, Xxx enqueues it. Calls no operator here
+// covers stay on core's copy fallback.
+#include <aclnn/acl_meta.h>
+#include <aclnnop/aclnn_add.h>
+#include <aclnnop/aclnn_addcdiv.h>
+#include <aclnnop/aclnn_addcmul.h>
+#include <aclnnop/aclnn_amax.h>
+#include <aclnnop/aclnn_amin.h>
+#include <aclnnop/aclnn_baddbmm.h>
+#include <aclnnop/aclnn_copy.h>
+#include <aclnnop/aclnn_div.h>
+#include <aclnnop/aclnn_eq_tensor.h>
+#include <aclnnop/aclnn_exp.h>
+#include <aclnnop/aclnn_fill_scalar.h>
+#include <aclnnop/aclnn_ge_tensor.h>
+#include <aclnnop/aclnn_gelu.h>
+#include <aclnnop/aclnn_gelu_backward.h>
+#include <aclnnop/aclnn_gt_tensor.h>
+#include <aclnnop/aclnn_layer_norm.h>
+#include <aclnnop/aclnn_layer_norm_backward.h>
+#include <aclnnop/aclnn_le_tensor.h>
+#include <aclnnop/aclnn_log.h>
+#include <aclnnop/aclnn_log_softmax.h>
+#include <aclnnop/aclnn_log_softmax_backward.h>
+#include <aclnnop/aclnn_lt_tensor.h>
+#include <aclnnop/aclnn_maximum.h>
+#include <aclnnop/aclnn_mean.h>
+#include <aclnnop/aclnn_minimum.h>
+#include <aclnnop/aclnn_mul.h>
+#include <aclnnop/aclnn_ne_tensor.h>
+#include <aclnnop/aclnn_neg.h>
+#include <aclnnop/aclnn_nll_loss.h>
+#include <aclnnop/aclnn_nll_loss_backward.h>
+#include <aclnnop/aclnn_reduce_sum.h>
+#include <aclnnop/aclnn_relu.h>
+#include <aclnnop/aclnn_rsqrt.h>
+#include <aclnnop/aclnn_s_where.h>
+#include <aclnnop/aclnn_sigmoid.h>
+#include <aclnnop/aclnn_softmax.h>
+#include <aclnnop/aclnn_softmax_backward.h>
+#include <aclnnop/aclnn_sqrt.h>
+#include <aclnnop/aclnn_sub.h>
+#include <aclnnop/aclnn_tanh.h>
+#include <aclnnop/aclnn_tanh_backward.h>
+#include <aclnnop/aclnn_threshold_backward.h>
+
+#include <torch_backend/DeviceKernels.h>
+
+#include <cstdint>
+#include <optional>
+#include <utility>
+#include <vector>
+
+namespace {
+
+using torch_backend::DType;
+using torch_backend::ElementwiseCall;
+using torch_backend::KernelContext;
+using torch_backend::ScalarValue;
+using torch_backend::Status;
+using torch_backend::TensorView;
+
+aclDataType acl_dtype(DType dtype) {
+  switch (dtype) {
+    case DType::Bool:
+      return ACL_BOOL;
+    case DType::UInt8:
+      return ACL_UINT8;
+    case DType::Int8:
+      return ACL_INT8;
+    case DType::Int16:
+      return ACL_INT16;
+    case DType::Int32:
+      return ACL_INT32;
+    case DType::Int64:
+      return ACL_INT64;
+    case DType::Float16:
+      return ACL_FLOAT16;
+    case DType::BFloat16:
+      return ACL_BF16;
+    case DType::Float32:
+      return ACL_FLOAT;
+    case DType::Float64:
+      return ACL_DOUBLE;
+  }
+  return ACL_DT_UNDEFINED;
+}
+
+// An aclTensor over a view for the length of one call.
+class Tensor {
+ public:
+  explicit Tensor(const TensorView& view) {
+    // Storage: the elements the view spans from its base, as one dimension.
+    std::int64_t extent = view.offset + 1;
+    for (std::int32_t d = 0; d < view.dim; ++d) {
+      extent += (view.sizes[d] - 1) * view.strides[d];
+    }
+    tensor_ = aclCreateTensor(view.sizes, view.dim, acl_dtype(view.dtype),
+                              view.strides, view.offset, ACL_FORMAT_ND, &extent,
+                              1, view.data);
+  }
+  ~Tensor() {
+    if (tensor_ != nullptr) {
+      aclDestroyTensor(tensor_);
+    }
+  }
+  Tensor(const Tensor&) = delete;
+  Tensor& operator=(const Tensor&) = delete;
+  operator aclTensor*() const { return tensor_; }
+
+ private:
+  aclTensor* tensor_ = nullptr;
+};
+
+// An optional argument: an absent view (data == nullptr) is a null
+// descriptor, as aclnn takes one. (An empty tensor may also have no data:
+// required arguments always use Tensor.)
+class OptionalTensor {
+ public:
+  explicit OptionalTensor(const TensorView& view) {
+    if (view.data != nullptr) {
+      tensor_.emplace(view);
+    }
+  }
+  operator aclTensor*() const {
+    return tensor_ ? static_cast<aclTensor*>(*tensor_) : nullptr;
+  }
+
+ private:
+  std::optional<Tensor> tensor_;
+};
+
+class Scalar {
+ public:
+  explicit Scalar(const ScalarValue& value)
+      : as_double_(value.as_double), as_int_(value.as_int) {
+    scalar_ = value.is_integral ? aclCreateScalar(&as_int_, ACL_INT64)
+                                : aclCreateScalar(&as_double_, ACL_DOUBLE);
+  }
+  ~Scalar() { aclDestroyScalar(scalar_); }
+  Scalar(const Scalar&) = delete;
+  Scalar& operator=(const Scalar&) = delete;
+  operator aclScalar*() const { return scalar_; }
+
+ private:
+  double as_double_;
+  std::int64_t as_int_;
+  aclScalar* scalar_ = nullptr;
+};
+
+class IntArray {
+ public:
+  explicit IntArray(const std::vector<std::int64_t>& values)
+      : array_(aclCreateIntArray(values.data(), values.size())) {}
+  ~IntArray() { aclDestroyIntArray(array_); }
+  IntArray(const IntArray&) = delete;
+  IntArray& operator=(const IntArray&) = delete;
+  operator aclIntArray*() const { return array_; }
+
+ private:
+  aclIntArray* array_;
+};
+
+// aclnn's two phases for any operator: plan, take the workspace from core's
+// caching allocator, enqueue on the kernel's stream. The descriptors
+// (temporaries of the caller's expression) live until the launch returns.
+template <typename Plan, typename Launch, typename... Args>
+Status two_phase(const KernelContext& ctx, Plan plan, Launch launch,
+                 Args&&... args) {
+  std::uint64_t workspace_size = 0;
+  aclOpExecutor* executor = nullptr;
+  const aclnnStatus planned =
+      plan(std::forward<Args>(args)..., &workspace_size, &executor);
+  if (planned != 0) {
+    return planned;
+  }
+  torch_backend::KernelWorkspace workspace(ctx, workspace_size);
+  return launch(workspace.get(), workspace_size, executor, ctx.stream);
+}
+
+#define ACLNN(ctx, op, ...) \
+  two_phase(ctx, op##GetWorkspaceSize, op, __VA_ARGS__)
+
+// ---- element-wise ----------------------------------------------------------
+
+#define NPU_ELEMENTWISE(name) \
+  Status name(const KernelContext& ctx, const ElementwiseCall& call)
+
+#define NPU_UNARY(name, op)                                          \
+  NPU_ELEMENTWISE(name) {                                            \
+    return ACLNN(ctx, op, Tensor(call.inputs[0]), Tensor(call.out)); \
+  }
+#define NPU_BINARY(name, op)                                              \
+  NPU_ELEMENTWISE(name) {                                                 \
+    return ACLNN(ctx, op, Tensor(call.inputs[0]), Tensor(call.inputs[1]), \
+                 Tensor(call.out));                                       \
+  }
+#define NPU_ALPHA_BINARY(name, op)                                        \
+  NPU_ELEMENTWISE(name) {                                                 \
+    return ACLNN(ctx, op, Tensor(call.inputs[0]), Tensor(call.inputs[1]), \
+                 Scalar(call.scalars[0]), Tensor(call.out));              \
+  }
+#define NPU_POINTWISE(name, op)                                           \
+  NPU_ELEMENTWISE(name) {                                                 \
+    return ACLNN(ctx, op, Tensor(call.inputs[0]), Tensor(call.inputs[1]), \
+                 Tensor(call.inputs[2]), Scalar(call.scalars[0]),         \
+                 Tensor(call.out));                                       \
+  }
+
+NPU_ALPHA_BINARY(add, aclnnAdd)
+NPU_ALPHA_BINARY(sub, aclnnSub)
+NPU_BINARY(mul, aclnnMul)
+NPU_BINARY(div, aclnnDiv)
+NPU_BINARY(maximum, aclnnMaximum)
+NPU_BINARY(minimum, aclnnMinimum)
+NPU_BINARY(eq, aclnnEqTensor)
+NPU_BINARY(ne, aclnnNeTensor)
+NPU_BINARY(lt, aclnnLtTensor)
+NPU_BINARY(le, aclnnLeTensor)
+NPU_BINARY(gt, aclnnGtTensor)
+NPU_BINARY(ge, aclnnGeTensor)
+NPU_BINARY(tanh_backward, aclnnTanhBackward)  // (grad, output)
+NPU_BINARY(gelu_backward, aclnnGeluBackward)  // (grad, self)
+NPU_UNARY(exp, aclnnExp)
+NPU_UNARY(log, aclnnLog)
+NPU_UNARY(sqrt, aclnnSqrt)
+NPU_UNARY(rsqrt, aclnnRsqrt)
+NPU_UNARY(neg, aclnnNeg)
+NPU_UNARY(tanh, aclnnTanh)
+NPU_UNARY(sigmoid, aclnnSigmoid)
+NPU_UNARY(relu, aclnnRelu)
+NPU_UNARY(gelu, aclnnGelu)
+NPU_POINTWISE(addcmul, aclnnAddcmul)
+NPU_POINTWISE(addcdiv, aclnnAddcdiv)
+
+NPU_ELEMENTWISE(where) {
+  return ACLNN(ctx, aclnnSWhere, Tensor(call.inputs[0]), Tensor(call.inputs[1]),
+               Tensor(call.inputs[2]), Tensor(call.out));
+}
+NPU_ELEMENTWISE(threshold_backward) {
+  return ACLNN(ctx, aclnnThresholdBackward, Tensor(call.inputs[0]),
+               Tensor(call.inputs[1]), Scalar(call.scalars[0]),
+               Tensor(call.out));
+}
+NPU_ELEMENTWISE(copy) {
+  return ACLNN(ctx, aclnnInplaceCopy, Tensor(call.out), Tensor(call.inputs[0]));
+}
+NPU_ELEMENTWISE(fill) {
+  return ACLNN(ctx, aclnnInplaceFillScalar, Tensor(call.out),
+               Scalar(call.scalars[0]));
+}
+
+// ---- reductions ------------------------------------------------------------
+
+// The dimensions `out` (same sizes as `in`, stride 0 where reduced) folds,
+// and out as aclnn sees it: those dimensions kept with size 1.
+struct Reduced {
+  std::vector<std::int64_t> dims;
+  TensorView out;
+};
+
+Reduced reduced(const TensorView& out) {
+  Reduced r{{}, out};
+  for (std::int32_t d = 0; d < out.dim; ++d) {
+    if (out.strides[d] == 0 && out.sizes[d] > 1) {
+      r.dims.push_back(d);
+      r.out.sizes[d] = 1;
+    }
+  }
+  return r;
+}
+
+template <typename Reduce>
+Status reduce(const KernelContext& ctx, const TensorView& out,
+              const TensorView& in, Reduce reduce_dims) {
+  Reduced r = reduced(out);
+  if (r.dims.empty()) {  // nothing folds: aclnn would reduce everything
+    return ACLNN(ctx, aclnnInplaceCopy, Tensor(out), Tensor(in));
+  }
+  return reduce_dims(Tensor(in), IntArray(r.dims), Tensor(r.out));
+}
+
+Status sum(const KernelContext& ctx, const TensorView& out,
+           const TensorView& in) {
+  return reduce(ctx, out, in, [&](auto&& self, auto&& dims, auto&& result) {
+    return ACLNN(ctx, aclnnReduceSum, self, dims, true, acl_dtype(out.dtype),
+                 result);
+  });
+}
+Status mean(const KernelContext& ctx, const TensorView& out,
+            const TensorView& in) {
+  return reduce(ctx, out, in, [&](auto&& self, auto&& dims, auto&& result) {
+    return ACLNN(ctx, aclnnMean, self, dims, true, acl_dtype(out.dtype),
+                 result);
+  });
+}
+Status amax(const KernelContext& ctx, const TensorView& out,
+            const TensorView& in) {
+  return reduce(ctx, out, in, [&](auto&& self, auto&& dims, auto&& result) {
+    return ACLNN(ctx, aclnnAmax, self, dims, true, result);
+  });
+}
+Status amin(const KernelContext& ctx, const TensorView& out,
+            const TensorView& in) {
+  return reduce(ctx, out, in, [&](auto&& self, auto&& dims, auto&& result) {
+    return ACLNN(ctx, aclnnAmin, self, dims, true, result);
+  });
+}
+
+// ---- matrix multiply -------------------------------------------------------
+
+constexpr std::int8_t kKeepDtype = 0;  // cubeMathType: no reduced precision
+
+Status gemm(const KernelContext& ctx, const torch_backend::GemmCall& call) {
+  ScalarValue beta;
+  beta.as_double = call.beta;
+  ScalarValue alpha;
+  alpha.as_double = call.alpha;
+  // Without c (beta == 0) baddbmm ignores self: out stands in for it.
+  const TensorView& self = call.c.data != nullptr ? call.c : call.out;
+  return ACLNN(ctx, aclnnBaddbmm, Tensor(self), Tensor(call.a), Tensor(call.b),
+               Scalar(beta), Scalar(alpha), Tensor(call.out), kKeepDtype);
+}
+
+// ---- along one dimension ---------------------------------------------------
+
+Status softmax(const KernelContext& ctx, const TensorView& out,
+               const TensorView& in, std::int32_t dim) {
+  return ACLNN(ctx, aclnnSoftmax, Tensor(in), dim, Tensor(out));
+}
+Status softmax_backward(const KernelContext& ctx, const TensorView& grad_input,
+                        const TensorView& grad_output, const TensorView& output,
+                        std::int32_t dim) {
+  return ACLNN(ctx, aclnnSoftmaxBackward, Tensor(grad_output), Tensor(output),
+               dim, Tensor(grad_input));
+}
+Status log_softmax(const KernelContext& ctx, const TensorView& out,
+                   const TensorView& in, std::int32_t dim) {
+  return ACLNN(ctx, aclnnLogSoftmax, Tensor(in), dim, Tensor(out));
+}
+Status log_softmax_backward(const KernelContext& ctx,
+                            const TensorView& grad_input,
+                            const TensorView& grad_output,
+                            const TensorView& output, std::int32_t dim) {
+  return ACLNN(ctx, aclnnLogSoftmaxBackward, Tensor(grad_output),
+               Tensor(output), dim, Tensor(grad_input));
+}
+
+// ---- losses and normalisation ---------------------------------------------
+
+Status nll_loss(const KernelContext& ctx,
+                const torch_backend::NllLossCall& call) {
+  return ACLNN(ctx, aclnnNLLLoss, Tensor(call.input), Tensor(call.target),
+               OptionalTensor(call.weight),
+               static_cast<std::int64_t>(call.reduction), call.ignore_index,
+               Tensor(call.out), Tensor(call.total_weight));
+}
+// aclnn asks for the forward's input only for its shape: grad_input has it.
+Status nll_loss_backward(const KernelContext& ctx,
+                         const torch_backend::NllLossBackwardCall& call) {
+  return ACLNN(ctx, aclnnNLLLossBackward, Tensor(call.grad_output),
+               Tensor(call.grad_input), Tensor(call.target),
+               OptionalTensor(call.weight),
+               static_cast<std::int64_t>(call.reduction), call.ignore_index,
+               Tensor(call.total_weight), Tensor(call.grad_input));
+}
+
+Status layer_norm(const KernelContext& ctx,
+                  const torch_backend::LayerNormCall& call) {
+  const IntArray normalized({call.input.sizes[1]});
+  return ACLNN(ctx, aclnnLayerNorm, Tensor(call.input), normalized,
+               OptionalTensor(call.weight), OptionalTensor(call.bias), call.eps,
+               Tensor(call.out), OptionalTensor(call.mean),
+               OptionalTensor(call.rstd));
+}
+Status layer_norm_backward(const KernelContext& ctx,
+                           const torch_backend::LayerNormBackwardCall& call) {
+  const IntArray normalized({call.input.sizes[1]});
+  const bool mask[3] = {call.grad_input.data != nullptr,
+                        call.grad_weight.data != nullptr,
+                        call.grad_bias.data != nullptr};
+  aclBoolArray* output_mask = aclCreateBoolArray(mask, 3);
+  const Status status = ACLNN(
+      ctx, aclnnLayerNormBackward, Tensor(call.grad_out), Tensor(call.input),
+      normalized, Tensor(call.mean), Tensor(call.rstd),
+      OptionalTensor(call.weight), static_cast<aclTensor*>(nullptr),
+      output_mask, OptionalTensor(call.grad_input),
+      OptionalTensor(call.grad_weight), OptionalTensor(call.grad_bias));
+  aclDestroyBoolArray(output_mask);
+  return status;
+}
+
+}  // namespace
+
+TORCH_BACKEND_DEFINE_DEVICE_KERNELS(kernels) {
+  const std::pair<const char*, torch_backend::ElementwiseKernel> elementwise[] =
+      {{"add", &add},
+       {"sub", &sub},
+       {"mul", &mul},
+       {"div", &div},
+       {"maximum", &maximum},
+       {"minimum", &minimum},
+       {"eq", &eq},
+       {"ne", &ne},
+       {"lt", &lt},
+       {"le", &le},
+       {"gt", &gt},
+       {"ge", &ge},
+       {"where", &where},
+       {"exp", &exp},
+       {"log", &log},
+       {"sqrt", &sqrt},
+       {"rsqrt", &rsqrt},
+       {"neg", &neg},
+       {"tanh", &tanh},
+       {"sigmoid", &sigmoid},
+       {"relu", &relu},
+       {"gelu", &gelu},
+       {"threshold_backward", &threshold_backward},
+       {"tanh_backward", &tanh_backward},
+       {"gelu_backward", &gelu_backward},
+       {"addcmul", &addcmul},
+       {"addcdiv", &addcdiv},
+       {"fill", &fill},
+       {"copy", &copy}};
+  for (const auto& [name, kernel] : elementwise) {
+    kernels.elementwise(name, kernel);
+  }
+  kernels.reduction("sum", &sum);
+  kernels.reduction("mean", &mean);
+  kernels.reduction("amax", &amax);
+  kernels.reduction("amin", &amin);
+  kernels.gemm(&gemm);
+  kernels.softmax("softmax", &softmax, &softmax_backward);
+  kernels.softmax("log_softmax", &log_softmax, &log_softmax_backward);
+  kernels.nll_loss(&nll_loss, &nll_loss_backward);
+  kernels.layer_norm(&layer_norm, &layer_norm_backward);
+}

@@ -1,0 +1,13 @@
+// Our declaration of CANN's aclnnop/aclnn_log_softmax_backward.h (the call
+// torch-backend-npu makes).
+#ifndef TORCH_BACKEND_NPU_ACLNN_LOG_SOFTMAX_BACKWARD_H_
+#define TORCH_BACKEND_NPU_ACLNN_LOG_SOFTMAX_BACKWARD_H_
+
+#include "aclnn/aclnn_base.h"
+
+TORCH_BACKEND_NPU_DECLARE_ACLNN(aclnnLogSoftmaxBackward,
+                                const aclTensor* gradOutput,
+                                const aclTensor* output, int64_t dim,
+                                aclTensor* out)
+
+#endif  // TORCH_BACKEND_NPU_ACLNN_LOG_SOFTMAX_BACKWARD_H_

@@ -1,0 +1,11 @@
+// Our declaration of CANN's aclnnop/aclnn_rsqrt.h (the call torch-backend-npu
+// makes).
+#ifndef TORCH_BACKEND_NPU_ACLNN_RSQRT_H_
+#define TORCH_BACKEND_NPU_ACLNN_RSQRT_H_
+
+#include "aclnn/aclnn_base.h"
+
+TORCH_BACKEND_NPU_DECLARE_ACLNN(aclnnRsqrt, const aclTensor* self,
+                                aclTensor* out)
+
+#endif  // TORCH_BACKEND_NPU_ACLNN_RSQRT_H_

@@ -1,0 +1,586 @@
+// The ACL emulator's operator library (libopapi.so): the aclnn operators
+// torch-backend-npu maps its kernels to, computed on the host with ATen's CPU
+// kernels over the emulated device memory. Each follows aclnn's two phases:
+// XxxGetWorkspaceSize checks and captures the call in an executor and says
+// how much workspace it needs; Xxx checks the workspace it is given and
+// enqueues the computation on the stream.
+#include <ATen/core/Tensor.h>
+#include <ATen/ops/_log_softmax.h>
+#include <ATen/ops/_log_softmax_backward_data.h>
+#include <ATen/ops/_softmax.h>
+#include <ATen/ops/_softmax_backward_data.h>
+#include <ATen/ops/add.h>
+#include <ATen/ops/addcdiv.h>
+#include <ATen/ops/addcmul.h>
+#include <ATen/ops/amax.h>
+#include <ATen/ops/amin.h>
+#include <ATen/ops/baddbmm.h>
+#include <ATen/ops/div.h>
+#include <ATen/ops/empty.h>
+#include <ATen/ops/eq.h>
+#include <ATen/ops/exp.h>
+#include <ATen/ops/from_blob.h>
+#include <ATen/ops/ge.h>
+#include <ATen/ops/gelu.h>
+#include <ATen/ops/gelu_backward.h>
+#include <ATen/ops/gt.h>
+#include <ATen/ops/le.h>
+#include <ATen/ops/log.h>
+#include <ATen/ops/lt.h>
+#include <ATen/ops/maximum.h>
+#include <ATen/ops/mean.h>
+#include <ATen/ops/minimum.h>
+#include <ATen/ops/mul.h>
+#include <ATen/ops/native_layer_norm.h>
+#include <ATen/ops/native_layer_norm_backward.h>
+#include <ATen/ops/ne.h>
+#include <ATen/ops/neg.h>
+#include <ATen/ops/nll_loss_backward.h>
+#include <ATen/ops/nll_loss_forward.h>
+#include <ATen/ops/relu.h>
+#include <ATen/ops/rsqrt.h>
+#include <ATen/ops/sigmoid.h>
+#include <ATen/ops/sqrt.h>
+#include <ATen/ops/sub.h>
+#include <ATen/ops/sum.h>
+#include <ATen/ops/tanh.h>
+#include <ATen/ops/tanh_backward.h>
+#include <ATen/ops/threshold_backward.h>
+#include <ATen/ops/where.h>
+#include <c10/util/BFloat16.h>
+#include <c10/util/Half.h>
+
+#include <array>
+#include <cstring>
+#include <functional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "Emulator.h"
+#include "aclnn/aclnn_base.h"
+
+// Exported under aclnn's names, as CANN's libopapi.so exports them.
+#define EMULATOR_OP extern "C" ACLNN_API
+
+struct aclOpExecutor {
+  std::string name;
+  std::uint64_t workspace = 0;
+  std::function<void()> compute;
+};
+
+namespace {
+
+using acl_emulator::fail;
+
+// Operators that plan with scratch memory, as real ones do, so a backend's
+// workspace path is exercised.
+constexpr std::uint64_t kScratch = 16 * 1024;
+
+at::ScalarType aten_dtype(aclDataType dtype) {
+  switch (dtype) {
+    case ACL_FLOAT:
+      return at::kFloat;
+    case ACL_FLOAT16:
+      return at::kHalf;
+    case ACL_BF16:
+      return at::kBFloat16;
+    case ACL_DOUBLE:
+      return at::kDouble;
+    case ACL_INT8:
+      return at::kChar;
+    case ACL_UINT8:
+      return at::kByte;
+    case ACL_INT16:
+      return at::kShort;
+    case ACL_INT32:
+      return at::kInt;
+    case ACL_INT64:
+      return at::kLong;
+    case ACL_BOOL:
+      return at::kBool;
+    default:
+      return at::ScalarType::Undefined;
+  }
+}
+
+// Turns one call's descriptors into host tensors, remembering the first
+// problem: the planning call then fails with ACLNN_ERR_PARAM_INVALID.
+class Plan {
+ public:
+  explicit Plan(const char* op) : op_(op) {}
+
+  // An absent optional tensor (nullptr) is an undefined tensor.
+  at::Tensor tensor(const aclTensor* t) {
+    if (t == nullptr) {
+      return {};
+    }
+    const at::ScalarType dtype = aten_dtype(t->dtype);
+    if (dtype == at::ScalarType::Undefined) {
+      problem("unsupported data type");
+      return {};
+    }
+    const auto element = static_cast<int64_t>(c10::elementSize(dtype));
+    int64_t extent = 1;  // elements the view spans from its offset
+    bool empty = false;
+    for (std::size_t d = 0; d < t->sizes.size(); ++d) {
+      empty = empty || t->sizes[d] == 0;
+      if (t->strides[d] < 0) {
+        problem("negative stride");
+        return {};
+      }
+      extent += (t->sizes[d] - 1) * t->strides[d];
+    }
+    char* base = static_cast<char*>(t->data) + t->offset * element;
+    void* host = empty
+                     ? nullptr
+                     : acl_emulator::host_address(base, extent * element, op_);
+    if (!empty && host == nullptr) {
+      ok_ = false;  // host_address has set the message
+      return {};
+    }
+    return at::from_blob(host, t->sizes, t->strides,
+                         at::TensorOptions().dtype(dtype));
+  }
+
+  at::Tensor required(const aclTensor* t) {
+    if (t == nullptr) {
+      problem("a required tensor is null");
+    }
+    return tensor(t);
+  }
+
+  at::Scalar scalar(const aclScalar* s) {
+    if (s == nullptr) {
+      problem("a required scalar is null");
+      return 0;
+    }
+    switch (s->dtype) {
+      case ACL_FLOAT:
+        return read<float>(s);
+      case ACL_DOUBLE:
+        return read<double>(s);
+      case ACL_FLOAT16:
+        return static_cast<float>(read<c10::Half>(s));
+      case ACL_BF16:
+        return static_cast<float>(read<c10::BFloat16>(s));
+      case ACL_INT64:
+        return read<int64_t>(s);
+      case ACL_INT32:
+        return read<int32_t>(s);
+      case ACL_BOOL:
+        return read<bool>(s);
+      default:
+        problem("unsupported scalar data type");
+        return 0;
+    }
+  }
+
+  std::vector<int64_t> ints(const aclIntArray* a) {
+    if (a == nullptr) {
+      problem("a required int array is null");
+      return {};
+    }
+    return a->values;
+  }
+
+  // Finishes planning: an executor running `compute`, needing `workspace`.
+  aclnnStatus finish(uint64_t* workspace_size, aclOpExecutor** executor,
+                     std::uint64_t workspace, std::function<void()> compute) {
+    if (workspace_size == nullptr || executor == nullptr) {
+      return fail(ACLNN_ERR_PARAM_NULLPTR,
+                  std::string(op_) + ": null workspaceSize or executor");
+    }
+    if (!ok_) {
+      return ACLNN_ERR_PARAM_INVALID;
+    }
+    *workspace_size = workspace;
+    *executor = new aclOpExecutor{op_, workspace, std::move(compute)};
+    return ACLNN_SUCCESS;
+  }
+
+ private:
+  template <typename T>
+  T read(const aclScalar* s) {
+    T value;
+    std::memcpy(&value, s->bytes, sizeof(T));
+    return value;
+  }
+
+  void problem(const char* what) {
+    if (ok_) {
+      fail(ACLNN_ERR_PARAM_INVALID, std::string(op_) + ": " + what);
+    }
+    ok_ = false;
+  }
+
+  const char* op_;
+  bool ok_ = true;
+};
+
+// The second phase, the same for every operator.
+aclnnStatus launch(const char* op, void* workspace, uint64_t workspace_size,
+                   aclOpExecutor* executor, aclrtStream stream) {
+  if (executor == nullptr) {
+    return fail(ACLNN_ERR_PARAM_NULLPTR, std::string(op) + ": null executor");
+  }
+  if (workspace_size < executor->workspace ||
+      (executor->workspace > 0 &&
+       acl_emulator::host_address(workspace, executor->workspace, op) ==
+           nullptr)) {
+    delete executor;
+    return fail(ACLNN_ERR_PARAM_INVALID,
+                std::string(op) + ": needs a device workspace of " +
+                    std::to_string(executor->workspace) + " bytes");
+  }
+  std::function<void()> compute = std::move(executor->compute);
+  const std::string name = std::move(executor->name);
+  delete executor;  // executors are single-use unless made repeatable
+  return acl_emulator::enqueue(
+      stream,
+      [compute = std::move(compute), name] {
+        try {
+          compute();
+          return ACL_SUCCESS;
+        } catch (const std::exception& error) {
+          return fail(ACLNN_ERR_INNER, name + " failed: " + error.what());
+        }
+      },
+      op);
+}
+
+}  // namespace
+
+// The second phase of `Name`.
+#define EMULATOR_LAUNCH(Name)                                                 \
+  EMULATOR_OP aclnnStatus Name(void* workspace, uint64_t workspaceSize,       \
+                               aclOpExecutor* executor, aclrtStream stream) { \
+    return launch(#Name, workspace, workspaceSize, executor, stream);         \
+  }
+
+// Binary operators with an alpha: out = self op alpha * other.
+#define EMULATOR_ALPHA_BINARY(Name, aten_out)                                \
+  EMULATOR_OP aclnnStatus Name##GetWorkspaceSize(                            \
+      const aclTensor* self, const aclTensor* other, const aclScalar* alpha, \
+      aclTensor* out, uint64_t* workspaceSize, aclOpExecutor** executor) {   \
+    Plan plan(#Name);                                                        \
+    auto a = plan.required(self), b = plan.required(other),                  \
+         o = plan.required(out);                                             \
+    auto s = plan.scalar(alpha);                                             \
+    return plan.finish(workspaceSize, executor, 0,                           \
+                       [=]() mutable { aten_out(o, a, b, s); });             \
+  }                                                                          \
+  EMULATOR_LAUNCH(Name)
+
+// out = op(self, other).
+#define EMULATOR_BINARY(Name, aten_out)                              \
+  EMULATOR_OP aclnnStatus Name##GetWorkspaceSize(                    \
+      const aclTensor* self, const aclTensor* other, aclTensor* out, \
+      uint64_t* workspaceSize, aclOpExecutor** executor) {           \
+    Plan plan(#Name);                                                \
+    auto a = plan.required(self), b = plan.required(other),          \
+         o = plan.required(out);                                     \
+    return plan.finish(workspaceSize, executor, 0,                   \
+                       [=]() mutable { aten_out(o, a, b); });        \
+  }                                                                  \
+  EMULATOR_LAUNCH(Name)
+
+// out = op(self).
+#define EMULATOR_UNARY(Name, aten_out)                                \
+  EMULATOR_OP aclnnStatus Name##GetWorkspaceSize(                     \
+      const aclTensor* self, aclTensor* out, uint64_t* workspaceSize, \
+      aclOpExecutor** executor) {                                     \
+    Plan plan(#Name);                                                 \
+    auto a = plan.required(self), o = plan.required(out);             \
+    return plan.finish(workspaceSize, executor, 0,                    \
+                       [=]() mutable { aten_out(o, a); });            \
+  }                                                                   \
+  EMULATOR_LAUNCH(Name)
+
+EMULATOR_ALPHA_BINARY(aclnnAdd, at::add_out)
+EMULATOR_ALPHA_BINARY(aclnnSub, at::sub_out)
+EMULATOR_BINARY(aclnnMul, at::mul_out)
+EMULATOR_BINARY(aclnnDiv, at::div_out)
+EMULATOR_BINARY(aclnnMaximum, at::maximum_out)
+EMULATOR_BINARY(aclnnMinimum, at::minimum_out)
+EMULATOR_BINARY(aclnnEqTensor, at::eq_out)
+EMULATOR_BINARY(aclnnNeTensor, at::ne_out)
+EMULATOR_BINARY(aclnnLtTensor, at::lt_out)
+EMULATOR_BINARY(aclnnLeTensor, at::le_out)
+EMULATOR_BINARY(aclnnGtTensor, at::gt_out)
+EMULATOR_BINARY(aclnnGeTensor, at::ge_out)
+EMULATOR_UNARY(aclnnExp, at::exp_out)
+EMULATOR_UNARY(aclnnLog, at::log_out)
+EMULATOR_UNARY(aclnnSqrt, at::sqrt_out)
+EMULATOR_UNARY(aclnnRsqrt, at::rsqrt_out)
+EMULATOR_UNARY(aclnnNeg, at::neg_out)
+EMULATOR_UNARY(aclnnTanh, at::tanh_out)
+EMULATOR_UNARY(aclnnSigmoid, at::sigmoid_out)
+
+namespace {
+void relu_into(at::Tensor& out, const at::Tensor& self) {
+  out.copy_(at::relu(self));
+}
+void gelu_into(at::Tensor& out, const at::Tensor& self) {
+  at::gelu_out(out, self);
+}
+void gelu_backward_into(at::Tensor& grad_input, const at::Tensor& grad_output,
+                        const at::Tensor& self) {
+  at::gelu_backward_out(grad_input, grad_output, self);
+}
+void tanh_backward_into(at::Tensor& grad_input, const at::Tensor& grad_output,
+                        const at::Tensor& output) {
+  at::tanh_backward_out(grad_input, grad_output, output);
+}
+}  // namespace
+
+EMULATOR_UNARY(aclnnRelu, relu_into)
+EMULATOR_UNARY(aclnnGelu, gelu_into)
+EMULATOR_BINARY(aclnnGeluBackward, gelu_backward_into)
+EMULATOR_BINARY(aclnnTanhBackward, tanh_backward_into)
+
+EMULATOR_OP aclnnStatus aclnnThresholdBackwardGetWorkspaceSize(
+    const aclTensor* gradOutput, const aclTensor* self,
+    const aclScalar* threshold, aclTensor* out, uint64_t* workspaceSize,
+    aclOpExecutor** executor) {
+  Plan plan("aclnnThresholdBackward");
+  auto g = plan.required(gradOutput), a = plan.required(self),
+       o = plan.required(out);
+  auto t = plan.scalar(threshold);
+  return plan.finish(workspaceSize, executor, 0,
+                     [=]() mutable { at::threshold_backward_out(o, g, a, t); });
+}
+EMULATOR_LAUNCH(aclnnThresholdBackward)
+
+EMULATOR_OP aclnnStatus aclnnSWhereGetWorkspaceSize(
+    const aclTensor* condition, const aclTensor* self, const aclTensor* other,
+    aclTensor* out, uint64_t* workspaceSize, aclOpExecutor** executor) {
+  Plan plan("aclnnSWhere");
+  auto c = plan.required(condition), a = plan.required(self),
+       b = plan.required(other), o = plan.required(out);
+  return plan.finish(workspaceSize, executor, 0,
+                     [=]() mutable { at::where_out(o, c, a, b); });
+}
+EMULATOR_LAUNCH(aclnnSWhere)
+
+// out = self + value * tensor1 (op) tensor2.
+#define EMULATOR_POINTWISE(Name, aten_out)                              \
+  EMULATOR_OP aclnnStatus Name##GetWorkspaceSize(                       \
+      const aclTensor* self, const aclTensor* tensor1,                  \
+      const aclTensor* tensor2, const aclScalar* value, aclTensor* out, \
+      uint64_t* workspaceSize, aclOpExecutor** executor) {              \
+    Plan plan(#Name);                                                   \
+    auto a = plan.required(self), t1 = plan.required(tensor1),          \
+         t2 = plan.required(tensor2), o = plan.required(out);           \
+    auto v = plan.scalar(value);                                        \
+    return plan.finish(workspaceSize, executor, 0,                      \
+                       [=]() mutable { aten_out(o, a, t1, t2, v); });   \
+  }                                                                     \
+  EMULATOR_LAUNCH(Name)
+
+EMULATOR_POINTWISE(aclnnAddcmul, at::addcmul_out)
+EMULATOR_POINTWISE(aclnnAddcdiv, at::addcdiv_out)
+
+EMULATOR_OP aclnnStatus aclnnInplaceCopyGetWorkspaceSize(
+    aclTensor* selfRef, const aclTensor* src, uint64_t* workspaceSize,
+    aclOpExecutor** executor) {
+  Plan plan("aclnnInplaceCopy");
+  auto dst = plan.required(selfRef), from = plan.required(src);
+  return plan.finish(workspaceSize, executor, 0,
+                     [=]() mutable { dst.copy_(from); });
+}
+EMULATOR_LAUNCH(aclnnInplaceCopy)
+
+EMULATOR_OP aclnnStatus aclnnInplaceFillScalarGetWorkspaceSize(
+    aclTensor* selfRef, const aclScalar* value, uint64_t* workspaceSize,
+    aclOpExecutor** executor) {
+  Plan plan("aclnnInplaceFillScalar");
+  auto dst = plan.required(selfRef);
+  auto v = plan.scalar(value);
+  return plan.finish(workspaceSize, executor, 0,
+                     [=]() mutable { dst.fill_(v); });
+}
+EMULATOR_LAUNCH(aclnnInplaceFillScalar)
+
+EMULATOR_OP aclnnStatus aclnnBaddbmmGetWorkspaceSize(
+    const aclTensor* self, const aclTensor* batch1, const aclTensor* batch2,
+    const aclScalar* beta, const aclScalar* alpha, aclTensor* out,
+    int8_t /*cubeMathType*/, uint64_t* workspaceSize,
+    aclOpExecutor** executor) {
+  Plan plan("aclnnBaddbmm");
+  auto c = plan.required(self), a = plan.required(batch1),
+       b = plan.required(batch2), o = plan.required(out);
+  auto be = plan.scalar(beta), al = plan.scalar(alpha);
+  // Computed aside first: self may be out itself (addmm_).
+  return plan.finish(workspaceSize, executor, kScratch,
+                     [=]() mutable { o.copy_(at::baddbmm(c, a, b, be, al)); });
+}
+EMULATOR_LAUNCH(aclnnBaddbmm)
+
+EMULATOR_OP aclnnStatus aclnnReduceSumGetWorkspaceSize(
+    const aclTensor* self, const aclIntArray* dims, bool keepDims,
+    aclDataType dtype, aclTensor* out, uint64_t* workspaceSize,
+    aclOpExecutor** executor) {
+  Plan plan("aclnnReduceSum");
+  auto a = plan.required(self), o = plan.required(out);
+  auto d = plan.ints(dims);
+  const auto type = aten_dtype(dtype);
+  return plan.finish(workspaceSize, executor, kScratch,
+                     [=]() mutable { at::sum_out(o, a, d, keepDims, type); });
+}
+EMULATOR_LAUNCH(aclnnReduceSum)
+
+EMULATOR_OP aclnnStatus
+aclnnMeanGetWorkspaceSize(const aclTensor* self, const aclIntArray* dim,
+                          bool keepDim, aclDataType dtype, aclTensor* out,
+                          uint64_t* workspaceSize, aclOpExecutor** executor) {
+  Plan plan("aclnnMean");
+  auto a = plan.required(self), o = plan.required(out);
+  auto d = plan.ints(dim);
+  const auto type = aten_dtype(dtype);
+  return plan.finish(workspaceSize, executor, kScratch,
+                     [=]() mutable { at::mean_out(o, a, d, keepDim, type); });
+}
+EMULATOR_LAUNCH(aclnnMean)
+
+#define EMULATOR_EXTREMUM(Name, aten_out)                                  \
+  EMULATOR_OP aclnnStatus Name##GetWorkspaceSize(                          \
+      const aclTensor* self, const aclIntArray* dim, bool keepDim,         \
+      aclTensor* out, uint64_t* workspaceSize, aclOpExecutor** executor) { \
+    Plan plan(#Name);                                                      \
+    auto a = plan.required(self), o = plan.required(out);                  \
+    auto d = plan.ints(dim);                                               \
+    return plan.finish(workspaceSize, executor, kScratch,                  \
+                       [=]() mutable { aten_out(o, a, d, keepDim); });     \
+  }                                                                        \
+  EMULATOR_LAUNCH(Name)
+
+EMULATOR_EXTREMUM(aclnnAmax, at::amax_out)
+EMULATOR_EXTREMUM(aclnnAmin, at::amin_out)
+
+#define EMULATOR_SOFTMAX(Name, aten_out)                               \
+  EMULATOR_OP aclnnStatus Name##GetWorkspaceSize(                      \
+      const aclTensor* self, int64_t dim, aclTensor* out,              \
+      uint64_t* workspaceSize, aclOpExecutor** executor) {             \
+    Plan plan(#Name);                                                  \
+    auto a = plan.required(self), o = plan.required(out);              \
+    return plan.finish(workspaceSize, executor, kScratch,              \
+                       [=]() mutable { aten_out(o, a, dim, false); }); \
+  }                                                                    \
+  EMULATOR_LAUNCH(Name)
+
+#define EMULATOR_SOFTMAX_BACKWARD(Name, aten_out)                          \
+  EMULATOR_OP aclnnStatus Name##GetWorkspaceSize(                          \
+      const aclTensor* gradOutput, const aclTensor* output, int64_t dim,   \
+      aclTensor* out, uint64_t* workspaceSize, aclOpExecutor** executor) { \
+    Plan plan(#Name);                                                      \
+    auto g = plan.required(gradOutput), y = plan.required(output),         \
+         o = plan.required(out);                                           \
+    return plan.finish(workspaceSize, executor, kScratch, [=]() mutable {  \
+      aten_out(o, g, y, dim, y.scalar_type());                             \
+    });                                                                    \
+  }                                                                        \
+  EMULATOR_LAUNCH(Name)
+
+EMULATOR_SOFTMAX(aclnnSoftmax, at::_softmax_out)
+EMULATOR_SOFTMAX(aclnnLogSoftmax, at::_log_softmax_out)
+EMULATOR_SOFTMAX_BACKWARD(aclnnSoftmaxBackward, at::_softmax_backward_data_out)
+EMULATOR_SOFTMAX_BACKWARD(aclnnLogSoftmaxBackward,
+                          at::_log_softmax_backward_data_out)
+
+EMULATOR_OP aclnnStatus aclnnNLLLossGetWorkspaceSize(
+    const aclTensor* self, const aclTensor* target, const aclTensor* weight,
+    int64_t reduction, int64_t ignoreIndex, aclTensor* out,
+    aclTensor* totalWeightOut, uint64_t* workspaceSize,
+    aclOpExecutor** executor) {
+  Plan plan("aclnnNLLLoss");
+  auto x = plan.required(self), t = plan.required(target),
+       w = plan.tensor(weight), o = plan.required(out),
+       total = plan.required(totalWeightOut);
+  return plan.finish(workspaceSize, executor, kScratch, [=]() mutable {
+    at::nll_loss_forward_out(o, total, x, t, w, reduction, ignoreIndex);
+  });
+}
+EMULATOR_LAUNCH(aclnnNLLLoss)
+
+EMULATOR_OP aclnnStatus aclnnNLLLossBackwardGetWorkspaceSize(
+    const aclTensor* gradOutput, const aclTensor* self, const aclTensor* target,
+    const aclTensor* weight, int64_t reduction, int64_t ignoreIndex,
+    const aclTensor* totalWeight, aclTensor* out, uint64_t* workspaceSize,
+    aclOpExecutor** executor) {
+  Plan plan("aclnnNLLLossBackward");
+  auto g = plan.required(gradOutput), x = plan.required(self),
+       t = plan.required(target), w = plan.tensor(weight),
+       total = plan.required(totalWeight), o = plan.required(out);
+  return plan.finish(workspaceSize, executor, kScratch, [=]() mutable {
+    at::nll_loss_backward_out(o, g, x, t, w, reduction, ignoreIndex, total);
+  });
+}
+EMULATOR_LAUNCH(aclnnNLLLossBackward)
+
+EMULATOR_OP aclnnStatus aclnnLayerNormGetWorkspaceSize(
+    const aclTensor* input, const aclIntArray* normalizedShape,
+    const aclTensor* weightOptional, const aclTensor* biasOptional, double eps,
+    aclTensor* out, aclTensor* meanOutOptional, aclTensor* rstdOutOptional,
+    uint64_t* workspaceSize, aclOpExecutor** executor) {
+  Plan plan("aclnnLayerNorm");
+  auto x = plan.required(input), w = plan.tensor(weightOptional),
+       b = plan.tensor(biasOptional), o = plan.required(out),
+       mean = plan.tensor(meanOutOptional), rstd = plan.tensor(rstdOutOptional);
+  auto shape = plan.ints(normalizedShape);
+  return plan.finish(workspaceSize, executor, kScratch, [=]() mutable {
+    auto [y, m, r] = at::native_layer_norm(x, shape, w, b, eps);
+    o.copy_(y);
+    if (mean.defined()) {
+      mean.copy_(m.reshape(mean.sizes()));
+    }
+    if (rstd.defined()) {
+      rstd.copy_(r.reshape(rstd.sizes()));
+    }
+  });
+}
+EMULATOR_LAUNCH(aclnnLayerNorm)
+
+EMULATOR_OP aclnnStatus aclnnLayerNormBackwardGetWorkspaceSize(
+    const aclTensor* gradOut, const aclTensor* input,
+    const aclIntArray* normalizedShape, const aclTensor* mean,
+    const aclTensor* rstd, const aclTensor* weightOptional,
+    const aclTensor* biasOptional, const aclBoolArray* outputMask,
+    aclTensor* gradInputOut, aclTensor* gradWeightOut, aclTensor* gradBiasOut,
+    uint64_t* workspaceSize, aclOpExecutor** executor) {
+  Plan plan("aclnnLayerNormBackward");
+  auto g = plan.required(gradOut), x = plan.required(input),
+       m = plan.required(mean), r = plan.required(rstd),
+       w = plan.tensor(weightOptional), b = plan.tensor(biasOptional),
+       gx = plan.tensor(gradInputOut), gw = plan.tensor(gradWeightOut),
+       gb = plan.tensor(gradBiasOut);
+  auto shape = plan.ints(normalizedShape);
+  std::array<bool, 3> mask = {true, true, true};
+  if (outputMask != nullptr && outputMask->values.size() == 3) {
+    mask = {outputMask->values[0], outputMask->values[1],
+            outputMask->values[2]};
+  }
+  return plan.finish(workspaceSize, executor, kScratch, [=]() mutable {
+    // ATen's kernel takes mean and rstd with the normalised dims kept as 1s.
+    std::vector<int64_t> stats_shape(
+        x.sizes().begin(),
+        x.sizes().end() - static_cast<int64_t>(shape.size()));
+    stats_shape.resize(x.dim(), 1);
+    // ATen's kernel shapes grad_bias after bias, which aclnn does not need.
+    const at::Tensor bias =
+        b.defined() || !mask[2] ? b : at::empty(gb.sizes(), gb.options());
+    auto [dx, dw, db] =
+        at::native_layer_norm_backward(g, x, shape, m.reshape(stats_shape),
+                                       r.reshape(stats_shape), w, bias, mask);
+    if (mask[0] && gx.defined()) {
+      gx.copy_(dx);
+    }
+    if (mask[1] && gw.defined()) {
+      gw.copy_(dw);
+    }
+    if (mask[2] && gb.defined()) {
+      gb.copy_(db);
+    }
+  });
+}
+EMULATOR_LAUNCH(aclnnLayerNormBackward)

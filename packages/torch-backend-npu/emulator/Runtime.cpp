@@ -1,0 +1,785 @@
+// The ACL emulator's runtime (libascendcl.so): the subset of CANN's ACL
+// runtime API that torch-backend-npu calls, on host memory and host threads.
+//
+// Configuration (environment, read at aclInit):
+//   ACL_EMULATOR_DEVICE_COUNT  devices (default 2)
+//   ACL_EMULATOR_MEMORY_MB     memory per device (default 16384); allocations
+//                              beyond it fail with
+//                              ACL_ERROR_RT_MEMORY_ALLOCATION
+//   ACL_EMULATOR_SOC_NAME      aclrtGetSocName (default "Ascend910B-emulator")
+//   ACL_EMULATOR_FAIL          name:N[,name:N...]: the Nth call of each named
+//                              function fails with ACL_ERROR_RT_INTERNAL_ERROR
+//
+// As in CANN: aclInit comes first (else ACL_ERROR_UNINITIALIZE), the current
+// device is per thread and unset until aclrtSetDevice
+// (ACL_ERROR_RT_CONTEXT_NULL), each stream runs its work in order on its own
+// thread, and a failed kernel surfaces at the next synchronisation of its
+// stream.
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdlib>
+#include <cstring>
+#include <deque>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <thread>
+#include <unordered_map>
+
+#include "Emulator.h"
+
+namespace acl_emulator {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+constexpr int kTagShift = 48;
+constexpr std::uint64_t kTagBit = 0x4000;  // bit 62 of the address
+constexpr std::uint64_t kAddressMask = (std::uint64_t{1} << kTagShift) - 1;
+constexpr std::size_t kAlignment = 512;  // as aclrtMalloc aligns
+
+std::uint64_t env_number(const char* name, std::uint64_t fallback) {
+  const char* value = std::getenv(name);
+  return value != nullptr && *value != '\0' ? std::strtoull(value, nullptr, 10)
+                                            : fallback;
+}
+
+thread_local int current_device = -1;
+thread_local std::string recent_error;  // aclGetRecentErrMsg
+
+// ---- streams ----------------------------------------------------------------
+
+struct Stream {
+  int device = 0;
+  std::mutex mutex;
+  std::condition_variable changed;
+  std::deque<std::function<aclError()>> queue;
+  std::uint64_t enqueued = 0;    // tasks ever enqueued
+  std::uint64_t finished = 0;    // tasks ever finished, in order
+  aclError error = ACL_SUCCESS;  // first failure not yet reported
+  std::string error_text;
+
+  explicit Stream(int device_index) : device(device_index) {
+    // Never joined: the process may end with the stream alive (as CANN's).
+    std::thread([this] { run(); }).detach();
+  }
+
+  std::uint64_t push(std::function<aclError()> task) {
+    const std::lock_guard<std::mutex> lock(mutex);
+    queue.push_back(std::move(task));
+    changed.notify_all();
+    return ++enqueued;
+  }
+
+  void run() {
+    for (;;) {
+      std::function<aclError()> task;
+      {
+        std::unique_lock<std::mutex> lock(mutex);
+        changed.wait(lock, [this] { return !queue.empty(); });
+        task = std::move(queue.front());
+        queue.pop_front();
+      }
+      std::string text;
+      aclError status = ACL_SUCCESS;
+      {
+        // A task's errors land in this thread's message; keep it.
+        status = task();
+        if (status != ACL_SUCCESS) {
+          const char* message = aclGetRecentErrMsg();
+          text = message != nullptr ? message : "kernel failed";
+        }
+      }
+      const std::lock_guard<std::mutex> lock(mutex);
+      if (status != ACL_SUCCESS && error == ACL_SUCCESS) {
+        error = status;
+        error_text = text;
+      }
+      ++finished;
+      changed.notify_all();
+    }
+  }
+
+  void wait_for(std::uint64_t task) {
+    std::unique_lock<std::mutex> lock(mutex);
+    changed.wait(lock, [&] { return finished >= task; });
+  }
+
+  // Reports (once) the first failure of the stream's work.
+  aclError take_error() {
+    const std::lock_guard<std::mutex> lock(mutex);
+    const aclError status = error;
+    if (status != ACL_SUCCESS) {
+      error = ACL_SUCCESS;
+      recent_error = error_text;  // the failed task's message, as it was
+    }
+    return status;
+  }
+
+  aclError synchronize() {
+    std::uint64_t last = 0;
+    {
+      const std::lock_guard<std::mutex> lock(mutex);
+      last = enqueued;
+    }
+    wait_for(last);
+    return take_error();
+  }
+};
+
+// ---- events -----------------------------------------------------------------
+
+// One recording of an event: done once its stream reaches it.
+struct Marker {
+  Stream* stream = nullptr;
+  std::uint64_t task = 0;
+  std::atomic<bool> done{false};
+  Clock::time_point when;
+};
+
+struct Event {
+  bool timing = false;
+  std::mutex mutex;
+  std::shared_ptr<Marker> last;  // nullptr: never recorded
+
+  std::shared_ptr<Marker> marker() {
+    const std::lock_guard<std::mutex> lock(mutex);
+    return last;
+  }
+};
+
+// ---- devices and memory -----------------------------------------------------
+
+struct Device {
+  std::mutex mutex;
+  std::map<std::uintptr_t, std::size_t> allocations;  // device address -> size
+  std::size_t used = 0;
+  Stream* default_stream = nullptr;  // created with the first aclrtSetDevice
+  std::set<Stream*> streams;
+};
+
+struct State {
+  std::mutex mutex;
+  bool initialized = false;
+  int device_count = 0;
+  std::size_t capacity = 0;
+  std::string soc_name;
+  std::unique_ptr<Device[]> devices;
+  std::map<std::string, std::uint64_t> fail_at;  // call -> the failing call
+  std::map<std::string, std::uint64_t> calls;
+  std::set<void*> host_allocations;
+};
+
+// Leaked: memory may be freed until the process ends.
+State& state() {
+  static State* instance = new State();
+  return *instance;
+}
+
+void parse_faults(State& s) {
+  const char* spec = std::getenv("ACL_EMULATOR_FAIL");
+  std::string rest = spec != nullptr ? spec : "";
+  while (!rest.empty()) {
+    const std::size_t comma = rest.find(',');
+    const std::string item = rest.substr(0, comma);
+    rest = comma == std::string::npos ? "" : rest.substr(comma + 1);
+    const std::size_t colon = item.find(':');
+    if (colon != std::string::npos) {
+      s.fail_at[item.substr(0, colon)] =
+          std::strtoull(item.c_str() + colon + 1, nullptr, 10);
+    }
+  }
+}
+
+bool initialized() {
+  State& s = state();
+  const std::lock_guard<std::mutex> lock(s.mutex);
+  return s.initialized;
+}
+
+// The calling thread's device, after the checks every device call makes.
+aclError device_of_thread(const char* call, int* device) {
+  if (!initialized()) {
+    return fail(ACL_ERROR_UNINITIALIZE,
+                std::string(call) + ": aclInit has not been called");
+  }
+  if (current_device < 0) {
+    return fail(ACL_ERROR_RT_CONTEXT_NULL,
+                std::string(call) +
+                    ": no current device on this thread (call aclrtSetDevice)");
+  }
+  *device = current_device;
+  return ACL_SUCCESS;
+}
+
+bool is_device_address(const void* ptr) {
+  return (reinterpret_cast<std::uintptr_t>(ptr) >> 62) == 1;
+}
+
+int device_of_address(const void* ptr) {
+  return static_cast<int>((reinterpret_cast<std::uintptr_t>(ptr) >> kTagShift) &
+                          0xff);
+}
+
+Stream* stream_of(aclrtStream stream, int device) {
+  if (stream != nullptr) {
+    return static_cast<Stream*>(stream);
+  }
+  return state().devices[device].default_stream;
+}
+
+}  // namespace
+
+aclError fail(aclError code, const std::string& message) {
+  recent_error = "EE9999: [acl emulator] " + message;
+  return code;
+}
+
+bool injected_fault(const char* call) {
+  State& s = state();
+  const std::lock_guard<std::mutex> lock(s.mutex);
+  auto target = s.fail_at.find(call);
+  if (target == s.fail_at.end()) {
+    return false;
+  }
+  if (++s.calls[call] != target->second) {
+    return false;
+  }
+  fail(ACL_ERROR_RT_INTERNAL_ERROR,
+       std::string(call) + ": injected failure (call " +
+           std::to_string(target->second) + ", ACL_EMULATOR_FAIL)");
+  return true;
+}
+
+void* host_address(const void* device_ptr, std::size_t bytes,
+                   const char* call) {
+  if (!is_device_address(device_ptr)) {
+    fail(ACL_ERROR_RT_PARAM_INVALID,
+         std::string(call) + ": not a device address");
+    return nullptr;
+  }
+  const int index = device_of_address(device_ptr);
+  State& s = state();
+  if (index >= s.device_count) {
+    fail(ACL_ERROR_RT_PARAM_INVALID,
+         std::string(call) + ": bad device address");
+    return nullptr;
+  }
+  Device& device = s.devices[index];
+  const auto address = reinterpret_cast<std::uintptr_t>(device_ptr);
+  const std::lock_guard<std::mutex> lock(device.mutex);
+  auto it = device.allocations.upper_bound(address);
+  if (it == device.allocations.begin() ||
+      address + bytes > std::prev(it)->first + std::prev(it)->second) {
+    fail(ACL_ERROR_RT_PARAM_INVALID,
+         std::string(call) + ": " + std::to_string(bytes) +
+             " bytes at this device address are not inside one allocation");
+    return nullptr;
+  }
+  return reinterpret_cast<void*>(address & kAddressMask);
+}
+
+aclError enqueue(aclrtStream stream, std::function<aclError()> task,
+                 const char* call) {
+  int device = 0;
+  if (const aclError status = device_of_thread(call, &device)) {
+    return status;
+  }
+  stream_of(stream, device)->push(std::move(task));
+  return ACL_SUCCESS;
+}
+
+}  // namespace acl_emulator
+
+using namespace acl_emulator;
+
+extern "C" {
+
+const char* aclGetRecentErrMsg() {
+  return recent_error.empty() ? nullptr : recent_error.c_str();
+}
+
+aclError aclInit(const char* /*configPath*/) {
+  State& s = state();
+  const std::lock_guard<std::mutex> lock(s.mutex);
+  if (s.initialized) {
+    return fail(ACL_ERROR_REPEAT_INITIALIZE, "aclInit: already initialized");
+  }
+  if (s.devices == nullptr) {  // devices outlive aclFinalize, as memory does
+    s.device_count =
+        static_cast<int>(env_number("ACL_EMULATOR_DEVICE_COUNT", 2));
+    s.capacity = env_number("ACL_EMULATOR_MEMORY_MB", 16384) << 20;
+    const char* soc = std::getenv("ACL_EMULATOR_SOC_NAME");
+    s.soc_name = soc != nullptr ? soc : "Ascend910B-emulator";
+    s.devices.reset(new Device[std::max(s.device_count, 1)]);
+    parse_faults(s);
+  }
+  s.initialized = true;
+  return ACL_SUCCESS;
+}
+
+aclError aclFinalize() {
+  State& s = state();
+  const std::lock_guard<std::mutex> lock(s.mutex);
+  if (!s.initialized) {
+    return fail(ACL_ERROR_UNINITIALIZE,
+                "aclFinalize: aclInit has not been called");
+  }
+  s.initialized = false;
+  return ACL_SUCCESS;
+}
+
+aclError aclrtGetDeviceCount(uint32_t* count) {
+  if (!initialized()) {
+    return fail(ACL_ERROR_UNINITIALIZE,
+                "aclrtGetDeviceCount: aclInit has not been called");
+  }
+  *count = static_cast<uint32_t>(state().device_count);
+  return ACL_SUCCESS;
+}
+
+aclError aclrtSetDevice(int32_t deviceId) {
+  if (!initialized()) {
+    return fail(ACL_ERROR_UNINITIALIZE,
+                "aclrtSetDevice: aclInit has not been called");
+  }
+  State& s = state();
+  if (deviceId < 0 || deviceId >= s.device_count) {
+    return fail(
+        ACL_ERROR_RT_INVALID_DEVICEID,
+        "aclrtSetDevice: invalid device id " + std::to_string(deviceId));
+  }
+  Device& device = s.devices[deviceId];
+  {
+    const std::lock_guard<std::mutex> lock(device.mutex);
+    if (device.default_stream == nullptr) {
+      device.default_stream = new Stream(deviceId);
+    }
+  }
+  current_device = deviceId;
+  return ACL_SUCCESS;
+}
+
+aclError aclrtGetDevice(int32_t* deviceId) {
+  int device = 0;
+  if (const aclError status = device_of_thread("aclrtGetDevice", &device)) {
+    return status;
+  }
+  *deviceId = device;
+  return ACL_SUCCESS;
+}
+
+aclError aclrtResetDevice(int32_t deviceId) {
+  if (deviceId < 0 || deviceId >= state().device_count) {
+    return fail(ACL_ERROR_RT_INVALID_DEVICEID,
+                "aclrtResetDevice: invalid device id");
+  }
+  if (current_device == deviceId) {
+    current_device = -1;
+  }
+  return ACL_SUCCESS;
+}
+
+aclError aclrtSynchronizeDevice(void) {
+  int index = 0;
+  if (const aclError status =
+          device_of_thread("aclrtSynchronizeDevice", &index)) {
+    return status;
+  }
+  Device& device = state().devices[index];
+  std::vector<Stream*> streams;
+  {
+    const std::lock_guard<std::mutex> lock(device.mutex);
+    streams.assign(device.streams.begin(), device.streams.end());
+    streams.push_back(device.default_stream);
+  }
+  aclError first = ACL_SUCCESS;
+  for (Stream* stream : streams) {
+    const aclError status = stream->synchronize();
+    first = first != ACL_SUCCESS ? first : status;
+  }
+  return first;
+}
+
+const char* aclrtGetSocName() {
+  return initialized() ? state().soc_name.c_str() : nullptr;
+}
+
+aclError aclrtGetMemInfo(aclrtMemAttr /*attr*/, size_t* free, size_t* total) {
+  int index = 0;
+  if (const aclError status = device_of_thread("aclrtGetMemInfo", &index)) {
+    return status;
+  }
+  State& s = state();
+  Device& device = s.devices[index];
+  const std::lock_guard<std::mutex> lock(device.mutex);
+  *total = s.capacity;
+  *free = s.capacity - device.used;
+  return ACL_SUCCESS;
+}
+
+aclError aclrtMalloc(void** devPtr, size_t size,
+                     aclrtMemMallocPolicy /*policy*/) {
+  int index = 0;
+  if (const aclError status = device_of_thread("aclrtMalloc", &index)) {
+    return status;
+  }
+  if (devPtr == nullptr || size == 0) {
+    return fail(ACL_ERROR_INVALID_PARAM, "aclrtMalloc: null pointer or size 0");
+  }
+  if (injected_fault("aclrtMalloc")) {
+    return ACL_ERROR_RT_INTERNAL_ERROR;
+  }
+  State& s = state();
+  Device& device = s.devices[index];
+  const std::size_t rounded = (size + kAlignment - 1) / kAlignment * kAlignment;
+  {
+    const std::lock_guard<std::mutex> lock(device.mutex);
+    if (device.used + rounded > s.capacity) {
+      return fail(ACL_ERROR_RT_MEMORY_ALLOCATION,
+                  "aclrtMalloc: out of memory on device " +
+                      std::to_string(index) + ": requested " +
+                      std::to_string(size) + " bytes, " +
+                      std::to_string(device.used) + " of " +
+                      std::to_string(s.capacity) + " in use");
+    }
+    device.used += rounded;
+  }
+  void* host = nullptr;
+  if (posix_memalign(&host, kAlignment, rounded) != 0) {
+    const std::lock_guard<std::mutex> lock(device.mutex);
+    device.used -= rounded;
+    return fail(ACL_ERROR_RT_MEMORY_ALLOCATION,
+                "aclrtMalloc: host memory exhausted");
+  }
+  const std::uintptr_t address =
+      reinterpret_cast<std::uintptr_t>(host) |
+      ((kTagBit | static_cast<std::uint64_t>(index)) << kTagShift);
+  {
+    const std::lock_guard<std::mutex> lock(device.mutex);
+    device.allocations.emplace(address, rounded);
+  }
+  *devPtr = reinterpret_cast<void*>(address);
+  return ACL_SUCCESS;
+}
+
+aclError aclrtFree(void* devPtr) {
+  if (!is_device_address(devPtr) ||
+      device_of_address(devPtr) >= state().device_count) {
+    return fail(ACL_ERROR_INVALID_PARAM, "aclrtFree: not a device address");
+  }
+  Device& device = state().devices[device_of_address(devPtr)];
+  const auto address = reinterpret_cast<std::uintptr_t>(devPtr);
+  {
+    const std::lock_guard<std::mutex> lock(device.mutex);
+    auto it = device.allocations.find(address);
+    if (it == device.allocations.end()) {
+      return fail(ACL_ERROR_INVALID_PARAM,
+                  "aclrtFree: not the start of a live allocation");
+    }
+    device.used -= it->second;
+    device.allocations.erase(it);
+  }
+  std::free(reinterpret_cast<void*>(address & kAddressMask));
+  return ACL_SUCCESS;
+}
+
+aclError aclrtMallocHost(void** hostPtr, size_t size) {
+  if (!initialized()) {
+    return fail(ACL_ERROR_UNINITIALIZE,
+                "aclrtMallocHost: aclInit has not been called");
+  }
+  if (injected_fault("aclrtMallocHost")) {
+    return ACL_ERROR_RT_INTERNAL_ERROR;
+  }
+  if (posix_memalign(hostPtr, 4096, std::max<size_t>(size, 1)) != 0) {
+    return fail(ACL_ERROR_RT_MEMORY_ALLOCATION,
+                "aclrtMallocHost: out of host memory");
+  }
+  State& s = state();
+  const std::lock_guard<std::mutex> lock(s.mutex);
+  s.host_allocations.insert(*hostPtr);
+  return ACL_SUCCESS;
+}
+
+aclError aclrtFreeHost(void* hostPtr) {
+  State& s = state();
+  {
+    const std::lock_guard<std::mutex> lock(s.mutex);
+    if (s.host_allocations.erase(hostPtr) == 0) {
+      return fail(ACL_ERROR_INVALID_PARAM,
+                  "aclrtFreeHost: not from aclrtMallocHost");
+    }
+  }
+  std::free(hostPtr);
+  return ACL_SUCCESS;
+}
+
+namespace {
+
+// Resolves both sides of a copy of `count` bytes, checking them against
+// `kind`: device sides must lie in live allocations, host sides must not be
+// device addresses.
+aclError copy_ends(void* dst, size_t destMax, const void* src, size_t count,
+                   aclrtMemcpyKind kind, const char* call, void** host_dst,
+                   const void** host_src) {
+  if (count > destMax) {
+    return fail(ACL_ERROR_INVALID_PARAM,
+                std::string(call) + ": count exceeds destMax");
+  }
+  const bool device_dst =
+      kind == ACL_MEMCPY_HOST_TO_DEVICE || kind == ACL_MEMCPY_DEVICE_TO_DEVICE;
+  const bool device_src =
+      kind == ACL_MEMCPY_DEVICE_TO_HOST || kind == ACL_MEMCPY_DEVICE_TO_DEVICE;
+  if (device_dst) {
+    *host_dst = host_address(dst, count, call);
+    if (*host_dst == nullptr) {
+      return ACL_ERROR_RT_PARAM_INVALID;
+    }
+  } else if (is_device_address(dst)) {
+    return fail(ACL_ERROR_RT_PARAM_INVALID,
+                std::string(call) + ": device address as host destination");
+  } else {
+    *host_dst = dst;
+  }
+  if (device_src) {
+    *host_src = host_address(src, count, call);
+    if (*host_src == nullptr) {
+      return ACL_ERROR_RT_PARAM_INVALID;
+    }
+  } else if (is_device_address(src)) {
+    return fail(ACL_ERROR_RT_PARAM_INVALID,
+                std::string(call) + ": device address as host source");
+  } else {
+    *host_src = src;
+  }
+  return ACL_SUCCESS;
+}
+
+}  // namespace
+
+aclError aclrtMemcpy(void* dst, size_t destMax, const void* src, size_t count,
+                     aclrtMemcpyKind kind) {
+  int index = 0;
+  if (const aclError status = device_of_thread("aclrtMemcpy", &index)) {
+    return status;
+  }
+  if (injected_fault("aclrtMemcpy")) {
+    return ACL_ERROR_RT_INTERNAL_ERROR;
+  }
+  void* to = nullptr;
+  const void* from = nullptr;
+  if (const aclError status = copy_ends(dst, destMax, src, count, kind,
+                                        "aclrtMemcpy", &to, &from)) {
+    return status;
+  }
+  std::memmove(to, from, count);
+  return ACL_SUCCESS;
+}
+
+aclError aclrtMemcpyAsync(void* dst, size_t destMax, const void* src,
+                          size_t count, aclrtMemcpyKind kind,
+                          aclrtStream stream) {
+  int index = 0;
+  if (const aclError status = device_of_thread("aclrtMemcpyAsync", &index)) {
+    return status;
+  }
+  if (injected_fault("aclrtMemcpyAsync")) {
+    return ACL_ERROR_RT_INTERNAL_ERROR;
+  }
+  void* to = nullptr;
+  const void* from = nullptr;
+  if (const aclError status = copy_ends(dst, destMax, src, count, kind,
+                                        "aclrtMemcpyAsync", &to, &from)) {
+    return status;
+  }
+  stream_of(stream, index)->push([to, from, count] {
+    std::memmove(to, from, count);
+    return ACL_SUCCESS;
+  });
+  return ACL_SUCCESS;
+}
+
+aclError aclrtCreateStreamWithConfig(aclrtStream* stream, uint32_t /*priority*/,
+                                     uint32_t /*flag*/) {
+  int index = 0;
+  if (const aclError status = device_of_thread("aclrtCreateStream", &index)) {
+    return status;
+  }
+  if (injected_fault("aclrtCreateStream")) {
+    return ACL_ERROR_RT_INTERNAL_ERROR;
+  }
+  auto* created = new Stream(index);
+  Device& device = state().devices[index];
+  const std::lock_guard<std::mutex> lock(device.mutex);
+  device.streams.insert(created);
+  *stream = created;
+  return ACL_SUCCESS;
+}
+
+aclError aclrtCreateStream(aclrtStream* stream) {
+  return aclrtCreateStreamWithConfig(stream, 0, 0);
+}
+
+aclError aclrtDestroyStream(aclrtStream stream) {
+  auto* target = static_cast<Stream*>(stream);
+  if (target == nullptr) {
+    return fail(ACL_ERROR_INVALID_PARAM, "aclrtDestroyStream: null stream");
+  }
+  target->synchronize();  // its remaining work finishes first, as in CANN
+  Device& device = state().devices[target->device];
+  const std::lock_guard<std::mutex> lock(device.mutex);
+  device.streams.erase(target);
+  // The worker thread keeps waiting on the (leaked) stream: never joined.
+  return ACL_SUCCESS;
+}
+
+aclError aclrtSynchronizeStream(aclrtStream stream) {
+  int index = 0;
+  if (const aclError status =
+          device_of_thread("aclrtSynchronizeStream", &index)) {
+    return status;
+  }
+  if (injected_fault("aclrtSynchronizeStream")) {
+    return ACL_ERROR_RT_INTERNAL_ERROR;
+  }
+  return stream_of(stream, index)->synchronize();
+}
+
+aclError aclrtStreamQuery(aclrtStream stream, aclrtStreamStatus* status) {
+  int index = 0;
+  if (const aclError error = device_of_thread("aclrtStreamQuery", &index)) {
+    return error;
+  }
+  Stream* target = stream_of(stream, index);
+  {
+    const std::lock_guard<std::mutex> lock(target->mutex);
+    *status = target->finished == target->enqueued
+                  ? ACL_STREAM_STATUS_COMPLETE
+                  : ACL_STREAM_STATUS_NOT_READY;
+  }
+  return *status == ACL_STREAM_STATUS_COMPLETE ? target->take_error()
+                                               : ACL_SUCCESS;
+}
+
+aclError aclrtLaunchHostFunc(aclrtStream stream, aclrtHostFunc fn, void* args) {
+  if (fn == nullptr) {
+    return fail(ACL_ERROR_INVALID_PARAM, "aclrtLaunchHostFunc: null function");
+  }
+  return enqueue(
+      stream,
+      [fn, args] {
+        fn(args);
+        return ACL_SUCCESS;
+      },
+      "aclrtLaunchHostFunc");
+}
+
+aclError aclrtCreateEventWithFlag(aclrtEvent* event, uint32_t flag) {
+  if (!initialized()) {
+    return fail(ACL_ERROR_UNINITIALIZE,
+                "aclrtCreateEventWithFlag: aclInit has not been called");
+  }
+  if (injected_fault("aclrtCreateEventWithFlag")) {
+    return ACL_ERROR_RT_INTERNAL_ERROR;
+  }
+  auto* created = new Event();
+  created->timing = (flag & ACL_EVENT_TIME_LINE) != 0;
+  *event = created;
+  return ACL_SUCCESS;
+}
+
+aclError aclrtDestroyEvent(aclrtEvent event) {
+  if (event == nullptr) {
+    return fail(ACL_ERROR_INVALID_PARAM, "aclrtDestroyEvent: null event");
+  }
+  // Its pending recordings hold their markers; the event itself can go.
+  delete static_cast<Event*>(event);
+  return ACL_SUCCESS;
+}
+
+aclError aclrtRecordEvent(aclrtEvent event, aclrtStream stream) {
+  int index = 0;
+  if (const aclError status = device_of_thread("aclrtRecordEvent", &index)) {
+    return status;
+  }
+  if (injected_fault("aclrtRecordEvent")) {
+    return ACL_ERROR_RT_INTERNAL_ERROR;
+  }
+  auto* target = static_cast<Event*>(event);
+  auto marker = std::make_shared<Marker>();
+  marker->stream = stream_of(stream, index);
+  {
+    const std::lock_guard<std::mutex> lock(target->mutex);
+    target->last = marker;
+  }
+  marker->task = marker->stream->push([marker] {
+    marker->when = Clock::now();
+    marker->done.store(true);
+    return ACL_SUCCESS;
+  });
+  return ACL_SUCCESS;
+}
+
+aclError aclrtQueryEventStatus(aclrtEvent event,
+                               aclrtEventRecordedStatus* status) {
+  const auto marker = static_cast<Event*>(event)->marker();
+  *status = marker != nullptr && marker->done.load()
+                ? ACL_EVENT_RECORDED_STATUS_COMPLETE
+                : ACL_EVENT_RECORDED_STATUS_NOT_READY;
+  return ACL_SUCCESS;
+}
+
+aclError aclrtSynchronizeEvent(aclrtEvent event) {
+  if (injected_fault("aclrtSynchronizeEvent")) {
+    return ACL_ERROR_RT_INTERNAL_ERROR;
+  }
+  const auto marker = static_cast<Event*>(event)->marker();
+  if (marker != nullptr) {
+    marker->stream->wait_for(marker->task);
+  }
+  return ACL_SUCCESS;
+}
+
+aclError aclrtStreamWaitEvent(aclrtStream stream, aclrtEvent event) {
+  int index = 0;
+  if (const aclError status =
+          device_of_thread("aclrtStreamWaitEvent", &index)) {
+    return status;
+  }
+  const auto marker = static_cast<Event*>(event)->marker();
+  if (marker == nullptr) {
+    return ACL_SUCCESS;
+  }
+  stream_of(stream, index)->push([marker] {
+    marker->stream->wait_for(marker->task);
+    return ACL_SUCCESS;
+  });
+  return ACL_SUCCESS;
+}
+
+aclError aclrtEventElapsedTime(float* ms, aclrtEvent startEvent,
+                               aclrtEvent endEvent) {
+  auto* start = static_cast<Event*>(startEvent);
+  auto* end = static_cast<Event*>(endEvent);
+  if (!start->timing || !end->timing) {
+    return fail(
+        ACL_ERROR_INVALID_PARAM,
+        "aclrtEventElapsedTime: events need the ACL_EVENT_TIME_LINE flag");
+  }
+  const auto first = start->marker();
+  const auto last = end->marker();
+  if (first == nullptr || last == nullptr || !first->done || !last->done) {
+    return fail(
+        ACL_ERROR_INVALID_PARAM,
+        "aclrtEventElapsedTime: both events must be recorded and complete");
+  }
+  *ms = std::chrono::duration<float, std::milli>(last->when - first->when)
+            .count();
+  return ACL_SUCCESS;
+}
+
+}  // extern "C"
