@@ -1,11 +1,9 @@
 """Bad input gives a clear PyTorch-style error or the correct result, never a crash or a wrong answer.
 
 Device indices out of range or negative, malformed device strings, tensors of two
-devices (or a device and the CPU) in one op, on device kernels and on both CPU
-fallbacks, and eight threads each computing on streams of their own. CI runs this
-file in both of fake's memory modes (host-addressable: zero-copy fallback;
-discrete with device kernels: kernel layer and copying fallback). Use after fork
-is covered by the conformance kit (torch_backend.testing), injected runtime faults in test_faults.py.
+devices (or a device and the CPU) in one op, on the backend's device kernels and on
+core's CPU fallbacks, and eight threads each computing on streams of their own.
+Use after fork is covered in test_device_module.py.
 """
 
 from __future__ import annotations
@@ -16,41 +14,57 @@ from collections.abc import Callable
 import pytest
 import torch
 
+from torch_backend.testing import device_count
+from torch_backend.testing.conformance._support import DEVICE, dev, needs_two_devices, on
+
 SAME_DEVICE = "Expected all tensors to be on the same device, but found at least two devices"
-BAD_INDEX = "invalid device index {} for 'fake': 2 device\\(s\\) available"
+BAD_INDEX = f"invalid device index {{}} for '{DEVICE}': {device_count()} device\\(s\\) available"
+OTHERS = [pytest.param(on(1), marks=needs_two_devices), "cpu"]
 
 DEVICE_ARGUMENTS: dict[str, tuple[Callable[[], object], type[Exception], str]] = {
-    "factory, index out of range": (lambda: torch.empty(1, device="fake:2"), RuntimeError, BAD_INDEX.format(2)),
-    "to(), index out of range": (lambda: torch.ones(2).to("fake:9"), RuntimeError, BAD_INDEX.format(9)),
-    "module.to(), index out of range": (lambda: torch.nn.Linear(2, 2).to("fake:7"), RuntimeError, BAD_INDEX.format(7)),
-    "negative index in a string": (lambda: torch.empty(1, device="fake:-1"), RuntimeError, "Invalid device string"),
+    "factory, index out of range": (
+        lambda: torch.empty(1, device=on(device_count())),
+        RuntimeError,
+        BAD_INDEX.format(device_count()),
+    ),
+    "to(), index out of range": (lambda: torch.ones(2).to(on(9)), RuntimeError, BAD_INDEX.format(9)),
+    "module.to(), index out of range": (lambda: torch.nn.Linear(2, 2).to(on(7)), RuntimeError, BAD_INDEX.format(7)),
+    "negative index in a string": (lambda: torch.empty(1, device=on(-1)), RuntimeError, "Invalid device string"),
     "negative index in a device": (
-        lambda: torch.empty(1, device=torch.device("fake", -2)),
+        lambda: torch.empty(1, device=torch.device(DEVICE, -2)),
         RuntimeError,
         "Device index must not be negative",
     ),
-    "unknown device type": (lambda: torch.empty(1, device="fak"), RuntimeError, "Expected one of cpu, cuda"),
-    "index not a number": (lambda: torch.empty(1, device="fake:x"), RuntimeError, "Invalid device string: 'fake:x'"),
-    "two indices": (lambda: torch.empty(1, device="fake:1:2"), RuntimeError, "Invalid device string: 'fake:1:2'"),
-    "no colon": (lambda: torch.empty(1, device="fake0"), RuntimeError, "Invalid device string: 'fake0'"),
-    "stream, index out of range": (lambda: torch.fake.Stream(device="fake:9"), RuntimeError, BAD_INDEX.format(9)),
-    "stream, negative index": (lambda: torch.fake.current_stream(-1), RuntimeError, "must not be negative"),
+    "unknown device type": (lambda: torch.empty(1, device=DEVICE[:-1]), RuntimeError, "Expected one of cpu, cuda"),
+    "index not a number": (
+        lambda: torch.empty(1, device=f"{DEVICE}:x"),
+        RuntimeError,
+        f"Invalid device string: '{DEVICE}:x'",
+    ),
+    "two indices": (
+        lambda: torch.empty(1, device=f"{DEVICE}:1:2"),
+        RuntimeError,
+        f"Invalid device string: '{DEVICE}:1:2'",
+    ),
+    "no colon": (lambda: torch.empty(1, device=f"{DEVICE}0"), RuntimeError, f"Invalid device string: '{DEVICE}0'"),
+    "stream, index out of range": (lambda: dev.Stream(device=on(9)), RuntimeError, BAD_INDEX.format(9)),
+    "stream, negative index": (lambda: dev.current_stream(-1), RuntimeError, "must not be negative"),
     "properties, negative index": (
-        lambda: torch.fake.get_device_properties(-3),
+        lambda: dev.get_device_properties(-3),
         RuntimeError,
         BAD_INDEX.format(-3),
     ),
     "memory statistics of another type": (
-        lambda: torch.fake.memory_allocated("cpu"),
+        lambda: dev.memory_allocated("cpu"),
         ValueError,
-        "Expected a fake device, but got: cpu",
+        f"Expected a {DEVICE} device, but got: cpu",
     ),
-    "memory statistics, index out of range": (lambda: torch.fake.memory_stats(7), RuntimeError, BAD_INDEX.format(7)),
-    "synchronize, index out of range": (lambda: torch.fake.synchronize(9), RuntimeError, BAD_INDEX.format(9)),
-    "generator, index out of range": (lambda: torch.Generator(device="fake:7"), RuntimeError, BAD_INDEX.format(7)),
-    "RNG state, index out of range": (lambda: torch.fake.get_rng_state(7), RuntimeError, BAD_INDEX.format(7)),
+    "memory statistics, index out of range": (lambda: dev.memory_stats(7), RuntimeError, BAD_INDEX.format(7)),
+    "synchronize, index out of range": (lambda: dev.synchronize(9), RuntimeError, BAD_INDEX.format(9)),
+    "generator, index out of range": (lambda: torch.Generator(device=on(7)), RuntimeError, BAD_INDEX.format(7)),
+    "RNG state, index out of range": (lambda: dev.get_rng_state(7), RuntimeError, BAD_INDEX.format(7)),
     "RNG state of the wrong type": (
-        lambda: torch.fake.set_rng_state(torch.zeros(16)),
+        lambda: dev.set_rng_state(torch.zeros(16)),
         TypeError,
         "RNG state must be a torch.ByteTensor",
     ),
@@ -60,12 +74,12 @@ DEVICE_ARGUMENTS: dict[str, tuple[Callable[[], object], type[Exception], str]] =
         BAD_INDEX.format(7),
     ),
     "pinning a device tensor": (
-        lambda: torch.empty(2, pin_memory=True, device="fake"),
+        lambda: torch.empty(2, pin_memory=True, device=DEVICE),
         RuntimeError,
         "only CPU tensors can be pinned",
     ),
     "memory fraction above 1": (
-        lambda: torch.fake.set_per_process_memory_fraction(1.5),
+        lambda: dev.set_per_process_memory_fraction(1.5),
         ValueError,
         "invalid fraction: 1.5",
     ),
@@ -77,26 +91,27 @@ def test_bad_device_arguments_are_python_errors(case: str) -> None:
     call, error, message = DEVICE_ARGUMENTS[case]
     with pytest.raises(error, match=message):
         call()
-    assert torch.fake.current_device() == 0
-    assert torch.ones(3, device="fake").sum().item() == 3.0  # the device goes on working
+    assert dev.current_device() == 0
+    assert torch.ones(3, device=DEVICE).sum().item() == 3.0  # the device goes on working
 
 
+@needs_two_devices
 def test_negative_index_selects_nothing_as_with_cuda() -> None:
     # torch.cuda.set_device(-1) and torch.accelerator.set_device_index(-1) are no-ops.
-    torch.fake.set_device(1)
+    dev.set_device(1)
     try:
-        torch.fake.set_device(-1)
+        dev.set_device(-1)
         torch.accelerator.set_device_index(-5)
-        assert torch.fake.current_device() == 1
+        assert dev.current_device() == 1
     finally:
-        torch.fake.set_device(0)
+        dev.set_device(0)
 
 
 def pair(shape: tuple[int, ...], other: str) -> tuple[torch.Tensor, torch.Tensor]:
-    """A tensor on fake:0 and one on `other`, with values from a fixed seed."""
+    """A tensor on device 0 and one on `other`, with values from a fixed seed."""
     generator = torch.Generator().manual_seed(0)
     return (
-        torch.randn(shape, generator=generator).to("fake:0"),
+        torch.randn(shape, generator=generator).to(on(0)),
         torch.randn(shape, generator=generator).to(other),
     )
 
@@ -124,14 +139,14 @@ MIXED_DEVICE_OPS: dict[str, Callable[[torch.Tensor, torch.Tensor], object]] = {
 
 # Indexing ops take CPU indices, as CUDA's do (tested below).
 MIXED_CASES = [
-    (op, other)
+    pytest.param(op, other, id=f"{op} with {other}", marks=needs_two_devices if other != "cpu" else ())
     for op in MIXED_DEVICE_OPS
-    for other in ("fake:1", "cpu")
+    for other in (on(1), "cpu")
     if (op, other) != ("index_select, index on another device", "cpu")
 ]
 
 
-@pytest.mark.parametrize(("op", "other"), MIXED_CASES, ids=[f"{op} with {other}" for op, other in MIXED_CASES])
+@pytest.mark.parametrize(("op", "other"), MIXED_CASES)
 def test_tensors_of_two_devices_in_one_op_are_refused(op: str, other: str) -> None:
     a, b = pair((4, 4), other)
     before = (a.cpu(), b.cpu())
@@ -140,7 +155,7 @@ def test_tensors_of_two_devices_in_one_op_are_refused(op: str, other: str) -> No
     assert torch.equal(a.cpu(), before[0]) and torch.equal(b.cpu(), before[1])
 
 
-@pytest.mark.parametrize("other", ["fake:1", "cpu"])
+@pytest.mark.parametrize("other", OTHERS)
 def test_in_place_and_out_on_another_device_leave_every_tensor_as_it_was(other: str) -> None:
     a, b = pair((4, 4), other)
     before = (a.cpu(), b.cpu())
@@ -153,8 +168,9 @@ def test_in_place_and_out_on_another_device_leave_every_tensor_as_it_was(other: 
     assert torch.equal(a.cpu(), before[0]) and torch.equal(b.cpu(), before[1])
 
 
+@needs_two_devices
 def test_what_cuda_accepts_across_devices_gives_the_right_answer() -> None:
-    a, b = pair((4, 4), "fake:1")
+    a, b = pair((4, 4), on(1))
     expected = a.cpu()
     b.copy_(a)  # copies cross devices
     torch.testing.assert_close(b.cpu(), expected)
@@ -162,7 +178,7 @@ def test_what_cuda_accepts_across_devices_gives_the_right_answer() -> None:
     rows = torch.tensor([3, 1])  # CPU indices for indexing ops
     torch.testing.assert_close(a[rows].cpu(), expected[rows])
     torch.testing.assert_close(a.index_select(0, rows).cpu(), expected.index_select(0, rows))
-    assert b.device == torch.device("fake:1")
+    assert b.device == torch.device(on(1))
 
 
 def test_eight_threads_each_with_their_own_streams_compute_correctly() -> None:
@@ -172,22 +188,22 @@ def test_eight_threads_each_with_their_own_streams_compute_correctly() -> None:
 
     def worker(rank: int) -> None:
         try:
-            device = torch.device("fake", rank % torch.fake.device_count())
+            device = torch.device(DEVICE, rank % dev.device_count())
             generator = torch.Generator().manual_seed(rank)
-            torch.fake.set_device(device)
-            main, side = torch.fake.Stream(device=device), torch.fake.Stream(device=device)
+            dev.set_device(device)
+            main, side = dev.Stream(device=device), dev.Stream(device=device)
             start.wait(timeout=60)
-            with torch.fake.stream(main):
+            with dev.stream(main):
                 for step in range(steps):
                     host = torch.randn(16 + rank, 24, generator=generator)
                     weight = torch.randn(24, 8, generator=generator)
                     x = host.to(device, non_blocking=True)
                     y = torch.softmax((x @ weight.to(device)).relu_() + 1, dim=1)
                     expected = torch.softmax((host @ weight).relu_() + 1, dim=1)
-                    ready = torch.fake.Event()
+                    ready = dev.Event()
                     ready.record(main)
                     side.wait_event(ready)
-                    with torch.fake.stream(side):
+                    with dev.stream(side):
                         total = (y * 2).sum(0)
                     total.record_stream(main)
                     main.wait_stream(side)
@@ -196,7 +212,7 @@ def test_eight_threads_each_with_their_own_streams_compute_correctly() -> None:
                     reference.load_state_dict({k: v.cpu() for k, v in linear.state_dict().items()})
                     linear(x).square().mean().backward()
                     reference(host).square().mean().backward()
-                    if torch.fake.current_stream(device) != main:
+                    if dev.current_stream(device) != main:
                         problems.append(f"thread {rank}: current stream changed under it")
                     if not torch.allclose(total.cpu(), expected.sum(0) * 2, atol=1e-5):
                         problems.append(f"thread {rank} step {step}: wrong result")
@@ -206,7 +222,7 @@ def test_eight_threads_each_with_their_own_streams_compute_correctly() -> None:
         except Exception as error:
             problems.append(f"thread {rank}: {error!r}")
 
-    allocated = [torch.fake.memory_allocated(i) for i in range(2)]
+    allocated = [dev.memory_allocated(i) for i in range(device_count())]
     workers = [threading.Thread(target=worker, args=(rank,)) for rank in range(threads)]
     for thread in workers:
         thread.start()
@@ -214,5 +230,5 @@ def test_eight_threads_each_with_their_own_streams_compute_correctly() -> None:
         thread.join(timeout=120)
     assert not any(thread.is_alive() for thread in workers), "a thread hangs"
     assert not problems, "\n".join(problems)
-    torch.fake.synchronize()
-    assert [torch.fake.memory_allocated(i) for i in range(2)] == allocated  # every block came back
+    dev.synchronize()
+    assert [dev.memory_allocated(i) for i in range(device_count())] == allocated  # every block came back
