@@ -29,12 +29,19 @@ else()
   set(TORCH_BACKEND_CXX_STANDARD 17)
 endif()
 
+# Compiler command lines name torch's headers through a link in the build
+# folder, not through the environment's path: the same sources built against
+# the same torch release from another environment (each nox session has its
+# own venv) are then the same compilations to ccache, and hit.
+set(TORCH_BACKEND_TORCH_INCLUDE "${CMAKE_BINARY_DIR}/torch-root/include")
+file(CREATE_LINK "${TORCH_ROOT}" "${CMAKE_BINARY_DIR}/torch-root" SYMBOLIC)
+
 # torch's C++ libraries as one imported target. We skip find_package(Torch):
 # it is slow and drags in CUDA/kineto probing that a CPU wheel does not need.
 if(NOT TARGET TorchBackend::torch)
   add_library(TorchBackend::torch INTERFACE IMPORTED)
   set_target_properties(TorchBackend::torch PROPERTIES
-    INTERFACE_INCLUDE_DIRECTORIES "${TORCH_ROOT}/include;${TORCH_ROOT}/include/torch/csrc/api/include"
+    INTERFACE_INCLUDE_DIRECTORIES "${TORCH_BACKEND_TORCH_INCLUDE};${TORCH_BACKEND_TORCH_INCLUDE}/torch/csrc/api/include"
     INTERFACE_LINK_LIBRARIES "${TORCH_ROOT}/lib/libc10.so;${TORCH_ROOT}/lib/libtorch_cpu.so"
     INTERFACE_COMPILE_DEFINITIONS "_GLIBCXX_USE_CXX11_ABI=1"
     INTERFACE_COMPILE_FEATURES "cxx_std_${TORCH_BACKEND_CXX_STANDARD}")
