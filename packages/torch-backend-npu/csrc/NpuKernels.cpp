@@ -10,15 +10,20 @@
 #include <aclnnop/aclnn_amax.h>
 #include <aclnnop/aclnn_amin.h>
 #include <aclnnop/aclnn_baddbmm.h>
+#include <aclnnop/aclnn_batch_norm.h>
+#include <aclnnop/aclnn_batch_norm_backward.h>
 #include <aclnnop/aclnn_copy.h>
 #include <aclnnop/aclnn_div.h>
 #include <aclnnop/aclnn_eq_tensor.h>
 #include <aclnnop/aclnn_exp.h>
 #include <aclnnop/aclnn_fill_scalar.h>
+#include <aclnnop/aclnn_gather.h>
 #include <aclnnop/aclnn_ge_tensor.h>
 #include <aclnnop/aclnn_gelu.h>
 #include <aclnnop/aclnn_gelu_backward.h>
 #include <aclnnop/aclnn_gt_tensor.h>
+#include <aclnnop/aclnn_index_add.h>
+#include <aclnnop/aclnn_index_select.h>
 #include <aclnnop/aclnn_layer_norm.h>
 #include <aclnnop/aclnn_layer_norm_backward.h>
 #include <aclnnop/aclnn_le_tensor.h>
@@ -26,8 +31,10 @@
 #include <aclnnop/aclnn_log_softmax.h>
 #include <aclnnop/aclnn_log_softmax_backward.h>
 #include <aclnnop/aclnn_lt_tensor.h>
+#include <aclnnop/aclnn_max_dim.h>
 #include <aclnnop/aclnn_maximum.h>
 #include <aclnnop/aclnn_mean.h>
+#include <aclnnop/aclnn_min_dim.h>
 #include <aclnnop/aclnn_minimum.h>
 #include <aclnnop/aclnn_mul.h>
 #include <aclnnop/aclnn_ne_tensor.h>
@@ -38,6 +45,7 @@
 #include <aclnnop/aclnn_relu.h>
 #include <aclnnop/aclnn_rsqrt.h>
 #include <aclnnop/aclnn_s_where.h>
+#include <aclnnop/aclnn_scatter_add.h>
 #include <aclnnop/aclnn_sigmoid.h>
 #include <aclnnop/aclnn_softmax.h>
 #include <aclnnop/aclnn_softmax_backward.h>
@@ -49,6 +57,7 @@
 
 #include <torch_backend/DeviceKernels.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <optional>
 #include <utility>
@@ -376,21 +385,140 @@ Status layer_norm(const KernelContext& ctx,
                Tensor(call.out), OptionalTensor(call.mean),
                OptionalTensor(call.rstd));
 }
+// aclnn takes the mask of gradients to compute; core leaves out the others.
+class OutputMask {
+ public:
+  OutputMask(const TensorView& first, const TensorView& second,
+             const TensorView& third) {
+    const bool mask[3] = {first.data != nullptr, second.data != nullptr,
+                          third.data != nullptr};
+    array_ = aclCreateBoolArray(mask, 3);
+  }
+  ~OutputMask() { aclDestroyBoolArray(array_); }
+  OutputMask(const OutputMask&) = delete;
+  OutputMask& operator=(const OutputMask&) = delete;
+  operator aclBoolArray*() const { return array_; }
+
+ private:
+  aclBoolArray* array_;
+};
+
+Status batch_norm(const KernelContext& ctx,
+                  const torch_backend::BatchNormCall& call) {
+  return ACLNN(ctx, aclnnBatchNorm, Tensor(call.input),
+               OptionalTensor(call.weight), OptionalTensor(call.bias),
+               OptionalTensor(call.running_mean),
+               OptionalTensor(call.running_var), call.training, call.momentum,
+               call.eps, Tensor(call.out), OptionalTensor(call.save_mean),
+               OptionalTensor(call.save_invstd));
+}
+Status batch_norm_backward(const KernelContext& ctx,
+                           const torch_backend::BatchNormBackwardCall& call) {
+  return ACLNN(
+      ctx, aclnnBatchNormBackward, Tensor(call.grad_out), Tensor(call.input),
+      OptionalTensor(call.weight), OptionalTensor(call.running_mean),
+      OptionalTensor(call.running_var), OptionalTensor(call.save_mean),
+      OptionalTensor(call.save_invstd), call.training, call.eps,
+      OutputMask(call.grad_input, call.grad_weight, call.grad_bias),
+      OptionalTensor(call.grad_input), OptionalTensor(call.grad_weight),
+      OptionalTensor(call.grad_bias));
+}
+
+// ---- indexing and extrema along one dimension -----------------------------
+
+Status index_select(const KernelContext& ctx,
+                    const torch_backend::IndexCall& call) {
+  return ACLNN(ctx, aclnnIndexSelect, Tensor(call.self),
+               static_cast<std::int64_t>(call.dim), Tensor(call.index),
+               Tensor(call.out));
+}
+Status gather(const KernelContext& ctx, const torch_backend::IndexCall& call) {
+  return ACLNN(ctx, aclnnGather, Tensor(call.self),
+               static_cast<std::int64_t>(call.dim), Tensor(call.index),
+               Tensor(call.out));
+}
+// Core has copied self into out: both accumulate into out in place.
+Status scatter_add(const KernelContext& ctx,
+                   const torch_backend::IndexCall& call) {
+  return ACLNN(ctx, aclnnScatterAdd, Tensor(call.out),
+               static_cast<std::int64_t>(call.dim), Tensor(call.index),
+               Tensor(call.source), Tensor(call.out));
+}
+Status index_add(const KernelContext& ctx,
+                 const torch_backend::IndexCall& call) {
+  return ACLNN(ctx, aclnnIndexAdd, Tensor(call.out),
+               static_cast<std::int64_t>(call.dim), Tensor(call.index),
+               Tensor(call.source), Scalar(call.alpha), Tensor(call.out));
+}
+
+std::int64_t element_size(DType dtype) {
+  switch (dtype) {
+    case DType::Bool:
+    case DType::UInt8:
+    case DType::Int8:
+      return 1;
+    case DType::Int16:
+    case DType::Float16:
+    case DType::BFloat16:
+      return 2;
+    case DType::Int32:
+    case DType::Float32:
+      return 4;
+    case DType::Int64:
+    case DType::Float64:
+      return 8;
+  }
+  return 8;
+}
+
+// values may be absent (argmax): aclnn writes them anyway, to a workspace.
+template <typename Plan, typename Launch>
+Status arg_extremum(const KernelContext& ctx, Plan plan, Launch launch,
+                    const TensorView& values, const TensorView& indices,
+                    const TensorView& in, std::int32_t dim) {
+  TensorView written = values;
+  std::optional<torch_backend::KernelWorkspace> scratch;
+  if (values.data == nullptr) {
+    written = indices;
+    written.dtype = in.dtype;
+    written.offset = 0;
+    std::int64_t step = 1;
+    for (std::int32_t d = written.dim; d-- > 0;) {
+      written.strides[d] = step;
+      step *= written.sizes[d];
+    }
+    scratch.emplace(ctx,
+                    static_cast<std::size_t>(std::max<std::int64_t>(step, 1) *
+                                             element_size(in.dtype)));
+    written.data = scratch->get();
+  }
+  return two_phase(ctx, plan, launch, Tensor(in),
+                   static_cast<std::int64_t>(dim), true, Tensor(written),
+                   Tensor(indices));
+}
+Status max_dim(const KernelContext& ctx, const TensorView& values,
+               const TensorView& indices, const TensorView& in,
+               std::int32_t dim) {
+  return arg_extremum(ctx, aclnnMaxDimGetWorkspaceSize, aclnnMaxDim, values,
+                      indices, in, dim);
+}
+Status min_dim(const KernelContext& ctx, const TensorView& values,
+               const TensorView& indices, const TensorView& in,
+               std::int32_t dim) {
+  return arg_extremum(ctx, aclnnMinDimGetWorkspaceSize, aclnnMinDim, values,
+                      indices, in, dim);
+}
+
 Status layer_norm_backward(const KernelContext& ctx,
                            const torch_backend::LayerNormBackwardCall& call) {
   const IntArray normalized({call.input.sizes[1]});
-  const bool mask[3] = {call.grad_input.data != nullptr,
-                        call.grad_weight.data != nullptr,
-                        call.grad_bias.data != nullptr};
-  aclBoolArray* output_mask = aclCreateBoolArray(mask, 3);
-  const Status status = ACLNN(
+  return ACLNN(
       ctx, aclnnLayerNormBackward, Tensor(call.grad_out), Tensor(call.input),
       normalized, Tensor(call.mean), Tensor(call.rstd),
       OptionalTensor(call.weight), static_cast<aclTensor*>(nullptr),
-      output_mask, OptionalTensor(call.grad_input),
-      OptionalTensor(call.grad_weight), OptionalTensor(call.grad_bias));
-  aclDestroyBoolArray(output_mask);
-  return status;
+      OutputMask(call.grad_input, call.grad_weight, call.grad_bias),
+      OptionalTensor(call.grad_input), OptionalTensor(call.grad_weight),
+      OptionalTensor(call.grad_bias));
 }
 
 }  // namespace
@@ -438,4 +566,11 @@ TORCH_BACKEND_DEFINE_DEVICE_KERNELS(kernels) {
   kernels.softmax("log_softmax", &log_softmax, &log_softmax_backward);
   kernels.nll_loss(&nll_loss, &nll_loss_backward);
   kernels.layer_norm(&layer_norm, &layer_norm_backward);
+  kernels.batch_norm(&batch_norm, &batch_norm_backward);
+  kernels.indexing("index_select", &index_select);
+  kernels.indexing("gather", &gather);
+  kernels.indexing("scatter_add", &scatter_add);
+  kernels.indexing("index_add", &index_add);
+  kernels.arg_reduction("max", &max_dim);
+  kernels.arg_reduction("min", &min_dim);
 }

@@ -20,17 +20,24 @@
 #include <ATen/ops/eq.h>
 #include <ATen/ops/exp.h>
 #include <ATen/ops/from_blob.h>
+#include <ATen/ops/gather.h>
 #include <ATen/ops/ge.h>
 #include <ATen/ops/gelu.h>
 #include <ATen/ops/gelu_backward.h>
 #include <ATen/ops/gt.h>
+#include <ATen/ops/index_add.h>
+#include <ATen/ops/index_select.h>
 #include <ATen/ops/le.h>
 #include <ATen/ops/log.h>
 #include <ATen/ops/lt.h>
+#include <ATen/ops/max.h>
 #include <ATen/ops/maximum.h>
 #include <ATen/ops/mean.h>
+#include <ATen/ops/min.h>
 #include <ATen/ops/minimum.h>
 #include <ATen/ops/mul.h>
+#include <ATen/ops/native_batch_norm.h>
+#include <ATen/ops/native_batch_norm_backward.h>
 #include <ATen/ops/native_layer_norm.h>
 #include <ATen/ops/native_layer_norm_backward.h>
 #include <ATen/ops/ne.h>
@@ -39,6 +46,7 @@
 #include <ATen/ops/nll_loss_forward.h>
 #include <ATen/ops/relu.h>
 #include <ATen/ops/rsqrt.h>
+#include <ATen/ops/scatter_add.h>
 #include <ATen/ops/sigmoid.h>
 #include <ATen/ops/sqrt.h>
 #include <ATen/ops/sub.h>
@@ -584,3 +592,124 @@ EMULATOR_OP aclnnStatus aclnnLayerNormBackwardGetWorkspaceSize(
   });
 }
 EMULATOR_LAUNCH(aclnnLayerNormBackward)
+
+EMULATOR_OP aclnnStatus aclnnBatchNormGetWorkspaceSize(
+    const aclTensor* input, const aclTensor* weight, const aclTensor* bias,
+    aclTensor* runningMean, aclTensor* runningVar, bool training,
+    double momentum, double eps, aclTensor* output, aclTensor* saveMean,
+    aclTensor* saveInvstd, uint64_t* workspaceSize, aclOpExecutor** executor) {
+  Plan plan("aclnnBatchNorm");
+  auto x = plan.required(input), w = plan.tensor(weight), b = plan.tensor(bias),
+       rm = plan.tensor(runningMean), rv = plan.tensor(runningVar),
+       o = plan.required(output), sm = plan.tensor(saveMean),
+       si = plan.tensor(saveInvstd);
+  return plan.finish(workspaceSize, executor, kScratch, [=]() mutable {
+    // Updates the running statistics in place, as aclnn does.
+    auto [y, mean, invstd] =
+        at::native_batch_norm(x, w, b, rm, rv, training, momentum, eps);
+    o.copy_(y);
+    if (sm.defined() && mean.numel() == sm.numel()) {
+      sm.copy_(mean);
+    }
+    if (si.defined() && invstd.numel() == si.numel()) {
+      si.copy_(invstd);
+    }
+  });
+}
+EMULATOR_LAUNCH(aclnnBatchNorm)
+
+EMULATOR_OP aclnnStatus aclnnBatchNormBackwardGetWorkspaceSize(
+    const aclTensor* gradOut, const aclTensor* input, const aclTensor* weight,
+    const aclTensor* runningMean, const aclTensor* runningVar,
+    const aclTensor* saveMean, const aclTensor* saveInvstd, bool training,
+    double eps, const aclBoolArray* outputMask, aclTensor* gradInput,
+    aclTensor* gradWeight, aclTensor* gradBias, uint64_t* workspaceSize,
+    aclOpExecutor** executor) {
+  Plan plan("aclnnBatchNormBackward");
+  auto g = plan.required(gradOut), x = plan.required(input),
+       w = plan.tensor(weight), rm = plan.tensor(runningMean),
+       rv = plan.tensor(runningVar), sm = plan.tensor(saveMean),
+       si = plan.tensor(saveInvstd), gx = plan.tensor(gradInput),
+       gw = plan.tensor(gradWeight), gb = plan.tensor(gradBias);
+  std::array<bool, 3> mask = {gx.defined(), gw.defined(), gb.defined()};
+  if (outputMask != nullptr && outputMask->values.size() == 3) {
+    mask = {outputMask->values[0], outputMask->values[1],
+            outputMask->values[2]};
+  }
+  return plan.finish(workspaceSize, executor, kScratch, [=]() mutable {
+    auto [dx, dw, db] = at::native_batch_norm_backward(g, x, w, rm, rv, sm, si,
+                                                       training, eps, mask);
+    if (mask[0] && gx.defined()) {
+      gx.copy_(dx);
+    }
+    if (mask[1] && gw.defined()) {
+      gw.copy_(dw);
+    }
+    if (mask[2] && gb.defined()) {
+      gb.copy_(db);
+    }
+  });
+}
+EMULATOR_LAUNCH(aclnnBatchNormBackward)
+
+// out = self gathered along dim by index (index_select, gather).
+#define EMULATOR_GATHER(Name, aten_op)                                     \
+  EMULATOR_OP aclnnStatus Name##GetWorkspaceSize(                          \
+      const aclTensor* self, int64_t dim, const aclTensor* index,          \
+      aclTensor* out, uint64_t* workspaceSize, aclOpExecutor** executor) { \
+    Plan plan(#Name);                                                      \
+    auto a = plan.required(self), i = plan.required(index),                \
+         o = plan.required(out);                                           \
+    return plan.finish(workspaceSize, executor, 0,                         \
+                       [=]() mutable { o.copy_(aten_op(a, dim, i)); });    \
+  }                                                                        \
+  EMULATOR_LAUNCH(Name)
+
+EMULATOR_GATHER(aclnnIndexSelect, at::index_select)
+EMULATOR_GATHER(aclnnGather, at::gather)
+
+// Computed aside first: self may be out itself (core accumulates in place).
+EMULATOR_OP aclnnStatus aclnnScatterAddGetWorkspaceSize(
+    const aclTensor* self, int64_t dim, const aclTensor* index,
+    const aclTensor* src, aclTensor* out, uint64_t* workspaceSize,
+    aclOpExecutor** executor) {
+  Plan plan("aclnnScatterAdd");
+  auto a = plan.required(self), i = plan.required(index),
+       s = plan.required(src), o = plan.required(out);
+  return plan.finish(workspaceSize, executor, 0,
+                     [=]() mutable { o.copy_(at::scatter_add(a, dim, i, s)); });
+}
+EMULATOR_LAUNCH(aclnnScatterAdd)
+
+EMULATOR_OP aclnnStatus aclnnIndexAddGetWorkspaceSize(
+    const aclTensor* self, int64_t dim, const aclTensor* index,
+    const aclTensor* source, const aclScalar* alpha, aclTensor* out,
+    uint64_t* workspaceSize, aclOpExecutor** executor) {
+  Plan plan("aclnnIndexAdd");
+  auto a = plan.required(self), i = plan.required(index),
+       s = plan.required(source), o = plan.required(out);
+  auto scale = plan.scalar(alpha);
+  return plan.finish(workspaceSize, executor, 0, [=]() mutable {
+    o.copy_(at::index_add(a, dim, i, s, scale));
+  });
+}
+EMULATOR_LAUNCH(aclnnIndexAdd)
+
+// Values and indices of the extremum along dim.
+#define EMULATOR_ARG_EXTREMUM(Name, aten_op)                                   \
+  EMULATOR_OP aclnnStatus Name##GetWorkspaceSize(                              \
+      const aclTensor* self, int64_t dim, bool keepdim, aclTensor* out,        \
+      aclTensor* indices, uint64_t* workspaceSize, aclOpExecutor** executor) { \
+    Plan plan(#Name);                                                          \
+    auto a = plan.required(self), o = plan.required(out),                      \
+         i = plan.required(indices);                                           \
+    return plan.finish(workspaceSize, executor, kScratch, [=]() mutable {      \
+      auto [values, positions] = aten_op(a, dim, keepdim);                     \
+      o.copy_(values);                                                         \
+      i.copy_(positions);                                                      \
+    });                                                                        \
+  }                                                                            \
+  EMULATOR_LAUNCH(Name)
+
+EMULATOR_ARG_EXTREMUM(aclnnMaxDim, at::max)
+EMULATOR_ARG_EXTREMUM(aclnnMinDim, at::min)
