@@ -1,4 +1,8 @@
-"""Developer and CI sessions. Fresh machine: `pip install nox && nox -t ci` (tests), `nox -s demo`.
+"""Developer and CI sessions. Fresh machine: `pip install nox && nox -t ci -j 2` (tests), `nox -s demo`.
+
+With `-j 2` the sessions marked allow_parallel run two at a time (CI's two
+cores: their tests are mostly single-threaded); tests-fake, whose process-exit
+stress test keeps a core busy on purpose, runs alone.
 
 Sessions reuse their virtualenvs, so only the first run installs torch.
 C++ packages are built with `--no-build-isolation` against the pinned torch.
@@ -131,7 +135,7 @@ def build_acl_emulator(session: nox.Session) -> Path:
     return home
 
 
-@nox.session(name="tests-npu", tags=["ci", "tests"])
+@nox.session(name="tests-npu", tags=["ci", "tests"], allow_parallel=True)
 def tests_npu(session: nox.Session) -> None:
     """npu over the ACL emulator (no Ascend hardware here): its own tests, core's kit, the OpInfo sweep.
 
@@ -151,14 +155,14 @@ def tests_npu(session: nox.Session) -> None:
     session.run("python", "-m", "torch_backend.testing.opinfo", "--known", env=env)
 
 
-@nox.session(tags=["ci"])
+@nox.session(tags=["ci"], allow_parallel=True)
 def lint(session: nox.Session) -> None:
     """The pre-commit hooks (ruff, ruff-format, clang-format) over every file."""
     session.install("pre-commit==4.7.0")
     session.run("pre-commit", "run", "--all-files", "--show-diff-on-failure")
 
 
-@nox.session(tags=["ci"])
+@nox.session(tags=["ci"], allow_parallel=True)
 def docs(session: nox.Session) -> None:
     """The documentation site (Sphinx, MyST Markdown), warnings as errors, into build/docs."""
     session.install(*TORCH, *DOCS_TOOLS)
@@ -231,7 +235,7 @@ def check_wheels(session: nox.Session, dist: Path, torch_version: str, kit: bool
     )  # fmt: skip
 
 
-@nox.session(tags=["ci"])
+@nox.session(tags=["ci"], allow_parallel=True)
 def wheels(session: nox.Session) -> None:
     """Build platform wheels, install them in a fresh venv with torch, and use them away from the source tree;
     there `python -m torch_backend new` writes a backend, which builds, installs and passes the conformance kit."""
@@ -240,7 +244,7 @@ def wheels(session: nox.Session) -> None:
     check_wheels(session, build_wheels(session, DEFAULT_TORCH), DEFAULT_TORCH, kit=True)
 
 
-@nox.session(tags=["ci"])
+@nox.session(tags=["ci"], allow_parallel=True)
 @nox.parametrize("torch", list(OTHER_TORCH))
 def compat(session: nox.Session, torch: str) -> None:
     """On another supported torch release: wheels built against it, their check, and fake's suite on them."""
