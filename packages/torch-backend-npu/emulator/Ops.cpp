@@ -55,6 +55,7 @@
 #include <ATen/ops/tanh_backward.h>
 #include <ATen/ops/threshold_backward.h>
 #include <ATen/ops/where.h>
+#include <c10/core/InferenceMode.h>
 #include <c10/util/BFloat16.h>
 #include <c10/util/Half.h>
 
@@ -147,6 +148,9 @@ class Plan {
       ok_ = false;  // host_address has set the message
       return {};
     }
+    // A normal tensor even when the caller plans inside torch.inference_mode:
+    // the stream thread, outside it, writes to it in place.
+    const c10::InferenceMode not_inference(false);
     return at::from_blob(host, t->sizes, t->strides,
                          at::TensorOptions().dtype(dtype));
   }

@@ -7,7 +7,8 @@ runs the kit's suite (``torch_backend/testing/conformance``) with ``TORCH_BACKEN
 the ``torch.<device>`` module (devices, streams, events, allocator statistics, RNG),
 tensors and copies, pinned memory, serialization, ``torch.accelerator``, AMP, PyTorch's
 OpInfo database against CPU (the backend's known failures in FILE), the check that every
-argument an op writes matches CPU, and short training runs against CPU. Needs pytest and
+argument an op writes matches CPU, short training runs against CPU, bad input, collectives
+and DDP/FSDP2 with real processes, the profiler, torch.compile and exit statuses. Needs pytest and
 expecttest (``pip install torch-backend-core[testing]``).
 
 The helpers below are what the suite's tests share; a backend's own tests may use them too.

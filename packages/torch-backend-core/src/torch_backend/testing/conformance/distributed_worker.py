@@ -1,7 +1,7 @@
-"""One rank of a distributed test: ``python worker.py SCENARIO PORT RANK WORLD_SIZE``.
+"""One rank of a distributed test: ``python distributed_worker.py SCENARIO PORT RANK WORLD_SIZE``.
 
 Joins the TCP store the test process serves on PORT, runs SCENARIO and exits 0
-only if every check held. Run by test_distributed.py, never by pytest itself.
+only if every check held. Run by test_distributed.py (its name keeps pytest from collecting it).
 """
 
 from __future__ import annotations
@@ -16,6 +16,10 @@ import torch
 import torch.distributed as dist
 
 from torch_backend._compat import gloo_has_list_all_to_all, single_tensor_collectives
+from torch_backend.testing import device_module, device_type
+
+DEVICE = device_type()
+dev = device_module()
 
 STAGED = "staged_gloo"
 all_gather_single, reduce_scatter_single = single_tensor_collectives()
@@ -27,7 +31,7 @@ def join(port: int, rank: int, world: int, timeout_s: float = 60.0) -> None:
 
 
 def check(actual: torch.Tensor, expected: torch.Tensor, what: str) -> None:
-    if actual.device.type != "fake":
+    if actual.device.type != DEVICE:
         raise AssertionError(f"{what}: result moved to {actual.device}")
     torch.testing.assert_close(actual.cpu(), expected, msg=lambda m: f"{what}: {m}")
 
@@ -155,8 +159,8 @@ def run_ops(rank: int, world: int, device: str, make: Callable[[torch.Tensor], t
 
 
 def scenario_ops(rank: int, world: int) -> None:
-    """Every operation, contiguous and strided, on fake:0 and fake:1, aliased and pinned-staged."""
-    for device in ("fake:0", "fake:1"):
+    """Every operation, contiguous and strided, on devices 0 and 1, aliased and pinned-staged."""
+    for device in [f"{DEVICE}:{index}" for index in range(min(2, dev.device_count()))]:
         for label, make in layouts(device).items():
             staging = os.environ.get("TORCH_BACKEND_DIST_STAGING", "auto")
             run_ops(rank, world, device, make, f"[{device} {label} {staging}]")
@@ -164,12 +168,12 @@ def scenario_ops(rank: int, world: int) -> None:
 
 def scenario_ordering(rank: int, world: int) -> None:
     """Collectives see earlier stream work; async work's wait() and future deliver the result."""
-    torch.fake.set_device(0)
-    side = torch.fake.Stream()
+    dev.set_device(0)
+    side = dev.Stream()
     src = torch.full((1024,), float(rank + 1)).pin_memory()
-    t = torch.zeros(1024, device="fake")
-    with torch.fake.stream(side):
-        torch.fake._sleep(200_000)  # the copy below lands only after 0.2 s
+    t = torch.zeros(1024, device=DEVICE)
+    with dev.stream(side):
+        dev._sleep(200_000)  # the copy below lands only after 0.2 s
         t.copy_(src, non_blocking=True)
         work = dist.all_reduce(t, async_op=True)
     work.wait()
@@ -184,7 +188,7 @@ def scenario_groups(rank: int, world: int) -> None:
     """Subgroups get their own staged backend; object collectives ride on device tensors."""
     members = [0, world - 1]
     group = dist.new_group(members)  # every rank must take part in creating it
-    t = torch.full((3,), float(rank + 1), device="fake")
+    t = torch.full((3,), float(rank + 1), device=DEVICE)
     if rank in members:
         dist.all_reduce(t, group=group)
         check(t, torch.full((3,), float(1 + world)), "subgroup all_reduce")
@@ -200,8 +204,8 @@ def scenario_fsdp(rank: int, world: int) -> None:
     """FSDP2 (fully_shard) trains like one process on the whole batches."""
     from torch.distributed.fsdp import fully_shard
 
-    device = torch.device("fake", rank % torch.fake.device_count())
-    torch.fake.set_device(device)
+    device = torch.device(DEVICE, rank % dev.device_count())
+    dev.set_device(device)
     torch.manual_seed(0)
     model = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.ReLU(), torch.nn.Linear(16, 4))
     reference = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.ReLU(), torch.nn.Linear(16, 4))
@@ -224,14 +228,14 @@ def scenario_fsdp(rank: int, world: int) -> None:
 
 def scenario_errors(rank: int, world: int) -> None:
     """Bad input gets PyTorch's kinds of errors, and the group stays usable."""
-    t = torch.ones(4, dtype=torch.int64, device="fake")
+    t = torch.ones(4, dtype=torch.int64, device=DEVICE)
     try:
         dist.all_reduce(t, op=dist.ReduceOp.AVG)
     except ValueError as e:
         assert "floating-point" in str(e), e
     else:
         raise AssertionError("AVG on int64 did not raise")
-    t = torch.ones(4, device="fake")
+    t = torch.ones(4, device=DEVICE)
     dist.all_reduce(t)
     check(t, torch.full((4,), float(world)), "all_reduce after a rejected call")
 
@@ -250,7 +254,7 @@ def expect_failure(collectives: Callable[[], None], what: str) -> None:
 
 def scenario_die(rank: int, world: int) -> None:
     """The last rank dies after one collective; the others must fail, not hang."""
-    t = torch.ones(4, device="fake")
+    t = torch.ones(4, device=DEVICE)
     dist.all_reduce(t)
     if rank == world - 1:
         os._exit(17)
@@ -265,7 +269,7 @@ def scenario_die(rank: int, world: int) -> None:
 
 def scenario_stall(rank: int, world: int) -> None:
     """The last rank stops taking part (alive, sockets open); the others must time out."""
-    t = torch.ones(4, device="fake")
+    t = torch.ones(4, device=DEVICE)
     dist.all_reduce(t)
     timeout_s = float(os.environ["DIST_TEST_TIMEOUT_S"])
     if rank == world - 1:
@@ -276,7 +280,7 @@ def scenario_stall(rank: int, world: int) -> None:
 
 def scenario_ddp_timing(rank: int, world: int) -> None:
     """DDP's own runtime statistics read the device's stream clock."""
-    device = torch.device("fake", rank % torch.fake.device_count())
+    device = torch.device(DEVICE, rank % dev.device_count())
     model = torch.nn.parallel.DistributedDataParallel(torch.nn.Linear(64, 64).to(device), device_ids=[device.index])
     for _ in range(3):
         model(torch.randn(32, 64, device=device)).sum().backward()

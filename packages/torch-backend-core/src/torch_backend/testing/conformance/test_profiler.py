@@ -3,27 +3,30 @@
 With ``ProfilerActivity.PrivateUse1`` core times every device kernel it
 launches with the runtime's events and hands the result to PyTorch's profiler
 (Kineto) as device activity linked to the op that launched it. Device time is
-measured for ops that run as device kernels: CI's zero-copy pass (no kernels)
-reruns this file with fake's device kernels on; its second pass has them on
-with discrete memory. Needs PyTorch 2.13+ (its PrivateUse1 profiler registry).
+measured for ops that run as device kernels: those tests need the backend's
+kernels for mm and add. Needs PyTorch 2.13+ (its PrivateUse1 profiler registry).
 """
 
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 
 import pytest
 import torch
-from kernels_rerun import rerun_with_kernels
 from torch.profiler import ProfilerActivity, profile, record_function
 
-KERNELS = os.environ.get("TORCH_BACKEND_FAKE_KERNELS") == "1"
+from torch_backend import _C
+from torch_backend.testing.conformance._support import DEVICE, dev
+
+# Whether the backend's device kernels serve the ops timed below (core's op table).
+KERNELS = {"mm", "add.Tensor"} <= {op for op, _family, _kernel, on_device in _C._op_table() if on_device}
 HAS_REGISTRY = tuple(int(part) for part in torch.__version__.split(".")[:2]) >= (2, 13)
 DEVICE_ACTIVITIES = [ProfilerActivity.CPU, ProfilerActivity.PrivateUse1]
 
-needs_kernels = pytest.mark.skipif(not KERNELS, reason="device time is measured for device kernels (rerun below)")
+needs_kernels = pytest.mark.skipif(
+    not KERNELS, reason="device time is measured for device kernels (the backend has none for mm and add)"
+)
 needs_registry = pytest.mark.skipif(not HAS_REGISTRY, reason="PyTorch < 2.13 has no PrivateUse1 profiler registry")
 
 
@@ -32,14 +35,14 @@ def device_time(event: object) -> float:
 
 
 def profiled_step() -> profile:
-    a = torch.randn(192, 192, device="fake")
-    b = torch.randn(192, 192, device="fake")
-    torch.fake.synchronize()
+    a = torch.randn(192, 192, device=DEVICE)
+    b = torch.randn(192, 192, device=DEVICE)
+    dev.synchronize()
     with profile(activities=DEVICE_ACTIVITIES) as prof:
         with record_function("my_block"):
             c = torch.mm(a, b)
             d = torch.add(c, a)
-            torch.fake.synchronize()
+            dev.synchronize()
     torch.testing.assert_close(d.cpu(), a.cpu() @ b.cpu() + a.cpu(), rtol=1e-4, atol=1e-4)
     return prof
 
@@ -53,7 +56,7 @@ def test_matmul_and_add_have_device_time() -> None:
         assert device_time(averages[op]) > 0, (op, averages[op])
     # The enclosing range holds its ops' device time.
     assert device_time(averages["my_block"]) >= device_time(averages["aten::mm"])
-    assert "fake.synchronize" in averages
+    assert f"{DEVICE}.synchronize" in averages
 
 
 @needs_registry
@@ -66,7 +69,7 @@ def test_chrome_trace_has_device_kernels_linked_to_their_ops(tmp_path: Path) -> 
     assert {"mm", "add.Tensor"} <= {e["name"] for e in kernels}, sorted({e["name"] for e in kernels})
     assert all(e["dur"] > 0 for e in kernels if e["name"] == "mm")
     names = {e.get("name") for e in events if e.get("cat") in ("cpu_op", "user_annotation")}
-    assert {"aten::mm", "my_block", "fake.synchronize"} <= names
+    assert {"aten::mm", "my_block", f"{DEVICE}.synchronize"} <= names
     # Arrows from launching op to kernel, as for CUDA.
     assert any(e.get("cat") == "ac2g" for e in events)
 
@@ -74,29 +77,23 @@ def test_chrome_trace_has_device_kernels_linked_to_their_ops(tmp_path: Path) -> 
 @needs_registry
 @needs_kernels
 def test_backward_kernels_are_attributed() -> None:
-    weight = torch.randn(64, 64, device="fake", requires_grad=True)
-    inputs = torch.randn(32, 64, device="fake")
+    weight = torch.randn(64, 64, device=DEVICE, requires_grad=True)
+    inputs = torch.randn(32, 64, device=DEVICE)
     with profile(activities=DEVICE_ACTIVITIES) as prof:
         (inputs @ weight).square().sum().backward()
-        torch.fake.synchronize()
+        dev.synchronize()
     averages = {event.key: event for event in prof.key_averages()}
     assert device_time(averages["aten::mm"]) > 0
     assert averages["aten::mm"].count >= 2  # forward and the weight's gradient
 
 
 def test_without_the_device_activity_nothing_is_timed_on_the_device() -> None:
-    a = torch.randn(64, 64, device="fake")
+    a = torch.randn(64, 64, device=DEVICE)
     with profile(activities=[ProfilerActivity.CPU]) as prof:
         torch.mm(a, a)
-        torch.fake.synchronize()
+        dev.synchronize()
     averages = {event.key: event for event in prof.key_averages()}
     assert "aten::mm" in averages
     assert all(device_time(event) == 0 for event in averages.values())
     # The device keeps working after profiling sessions of either kind.
     torch.testing.assert_close(torch.mm(a, a).cpu(), a.cpu() @ a.cpu())
-
-
-if not KERNELS:
-
-    def test_profiler_with_kernels_in_this_memory_mode() -> None:
-        rerun_with_kernels(__file__)
