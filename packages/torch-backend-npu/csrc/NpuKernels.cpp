@@ -102,9 +102,10 @@ aclDataType acl_dtype(DType dtype) {
 class Tensor {
  public:
   explicit Tensor(const TensorView& view) {
-    // Storage: the elements the view spans from its base, as one dimension.
-    std::int64_t extent = view.offset + 1;
-    for (std::int32_t d = 0; d < view.dim; ++d) {
+    // Storage: the elements the view spans from its base, as one dimension
+    // (none for an empty view).
+    std::int64_t extent = view.numel() == 0 ? 0 : view.offset + 1;
+    for (std::int32_t d = 0; d < view.dim && extent > 0; ++d) {
       extent += (view.sizes[d] - 1) * view.strides[d];
     }
     tensor_ = aclCreateTensor(view.sizes, view.dim, acl_dtype(view.dtype),
