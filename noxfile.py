@@ -10,7 +10,6 @@ C++ packages are built with `--no-build-isolation` against the pinned torch.
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import nox
@@ -32,9 +31,7 @@ DOCS_TOOLS = ["sphinx==9.0.4", "myst-parser==5.2.0"]
 BACKENDS = {"fake": "torch-backend-fake", "npu": "torch-backend-npu", "gpu": "torch-backend-cuda"}
 
 nox.options.reuse_venv = "yes"
-# ccache sees paths inside the repository relative to the build folder, so a
-# package built in two sessions (editable, then as a wheel) compiles once.
-os.environ.setdefault("CCACHE_BASEDIR", str(ROOT))
+
 nox.options.sessions = ["lint", "tests-fake"]
 WHEEL_PACKAGES = ("torch-backend-core", *BACKENDS.values())
 
