@@ -236,14 +236,14 @@ aclnnStatus launch(const char* op, void* workspace, uint64_t workspace_size,
   if (executor == nullptr) {
     return fail(ACLNN_ERR_PARAM_NULLPTR, std::string(op) + ": null executor");
   }
-  if (workspace_size < executor->workspace ||
-      (executor->workspace > 0 &&
-       acl_emulator::host_address(workspace, executor->workspace, op) ==
-           nullptr)) {
+  const std::uint64_t needed = executor->workspace;
+  if (workspace_size < needed ||
+      (needed > 0 &&
+       acl_emulator::host_address(workspace, needed, op) == nullptr)) {
     delete executor;
-    return fail(ACLNN_ERR_PARAM_INVALID,
-                std::string(op) + ": needs a device workspace of " +
-                    std::to_string(executor->workspace) + " bytes");
+    return fail(ACLNN_ERR_PARAM_INVALID, std::string(op) +
+                                             ": needs a device workspace of " +
+                                             std::to_string(needed) + " bytes");
   }
   std::function<void()> compute = std::move(executor->compute);
   const std::string name = std::move(executor->name);
