@@ -24,7 +24,11 @@ OTHER_TORCH = {"2.11": "2.11.0", "2.15": "2.15.0"}
 # numpy: torch warns on first use without it, as every user environment has it.
 NUMPY = "numpy==2.4.6"
 TORCH = [f"torch=={DEFAULT_TORCH}", NUMPY]
-BUILD_TOOLS = ["hatchling==1.33.0"]
+# cuBLAS's headers and library for the gpu backend's build (the CUDA toolkit
+# here has none), from the wheel its package depends on at run time.
+CUBLAS = "nvidia-cublas==13.10.0.20"
+HATCHLING = "hatchling==1.33.0"
+BUILD_TOOLS = [HATCHLING, CUBLAS]
 TEST_TOOLS = ["pytest==9.0.3", "expecttest==0.3.0"]
 DOCS_TOOLS = ["sphinx==9.0.4", "myst-parser==5.2.0"]
 # Device name -> package folder.
@@ -119,6 +123,21 @@ def run_conformance_kit(session: nox.Session, backend: str, env: dict[str, str])
 make_tests_session("fake")
 
 
+@nox.session(name="tests-gpu", tags=["ci", "tests"], allow_parallel=True)
+def tests_gpu(session: nox.Session) -> None:
+    """gpu without a GPU: its CUDA kernels compiled with nvcc against cuBLAS, its GPU tests (which skip,
+    saying why), and its portable kernels compiled for the host and run through core's checks."""
+    system_deps(session)
+    session.install(*TORCH, *BUILD_TOOLS, *TEST_TOOLS)
+    session.install("--no-build-isolation", "-e", str(PACKAGES / "torch-backend-core"))
+    gpu = PACKAGES / BACKENDS["gpu"]
+    session.install("--no-build-isolation", "-e", str(gpu))
+    library = gpu / "src" / "torch_backend_cuda" / "lib" / "libtorch_backend_cuda.so"
+    if not library.is_file():
+        session.error(f"the CUDA kernels were not built ({library} missing): is the CUDA toolkit installed?")
+    session.run("pytest", str(gpu / "tests"), "-rs", *session.posargs)
+
+
 def build_acl_emulator(session: nox.Session) -> Path:
     """The npu package's ACL emulator, installed in CANN's layout (include/, lib64/); returns that toolkit home."""
     build = ROOT / "build" / "acl-emulator"
@@ -141,7 +160,7 @@ def tests_npu(session: nox.Session) -> None:
     must resolve there at link time. It runs as with CANN's set_env.sh sourced.
     """
     system_deps(session)
-    session.install(*TORCH, *BUILD_TOOLS, *TEST_TOOLS)
+    session.install(*TORCH, HATCHLING, *TEST_TOOLS)
     session.install("--no-build-isolation", "-e", str(PACKAGES / "torch-backend-core"))
     home = str(build_acl_emulator(session))
     npu = PACKAGES / BACKENDS["npu"]

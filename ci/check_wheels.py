@@ -61,6 +61,47 @@ def check_contents(wheels: list[Path], scratch: Path) -> None:
                 print(f"ok: {wheel.name}:{name} RUNPATH {runpaths(extracted)}")
 
 
+CUDA_LIBRARY = "torch_backend_cuda/lib/libtorch_backend_cuda.so"
+CUBLAS_RUNPATH = "$ORIGIN/../../nvidia/cu13/lib"
+
+
+def check_cuda_wheel(wheels: list[Path], scratch: Path) -> None:
+    """The gpu backend's wheel carries its compiled kernels, needs cuBLAS, depends on the wheel that brings it
+    (as PyTorch's CUDA wheels do), and finds it beside itself in site-packages."""
+    cuda = next((w for w in wheels if w.name.startswith("torch_backend_cuda-")), None)
+    if cuda is None:
+        fail("no torch_backend_cuda wheel")
+    with zipfile.ZipFile(cuda) as archive:
+        if CUDA_LIBRARY not in archive.namelist():
+            fail(f"{cuda.name} has no device library (was the CUDA toolkit found at build time?)")
+        library = Path(archive.extract(CUDA_LIBRARY, scratch / "cuda"))
+        metadata = next(n for n in archive.namelist() if n.endswith(".dist-info/METADATA"))
+        requires = archive.read(metadata).decode()
+    dynamic = subprocess.run(["readelf", "-d", str(library)], capture_output=True, text=True, check=True).stdout
+    if "[libcublas.so.13]" not in dynamic:
+        fail(f"{CUDA_LIBRARY} does not load cuBLAS 13")
+    if CUBLAS_RUNPATH not in runpaths(library):
+        fail(f"{CUDA_LIBRARY} RUNPATH {runpaths(library)} lacks {CUBLAS_RUNPATH}")
+    if "Requires-Dist: nvidia-cublas" not in requires:
+        fail(f"{cuda.name} does not depend on nvidia-cublas")
+    print(f"ok: {cuda.name}: kernels built, loads libcublas.so.13 through {CUBLAS_RUNPATH}, requires nvidia-cublas")
+
+
+def check_cuda_installed(python: Path, work: Path) -> None:
+    """Installed without a GPU: every library the device library needs resolves, and the backend says why
+    it is unavailable."""
+    where = run(python, "-c", "import torch_backend_cuda as c; print(c.__file__)", cwd=work).strip()
+    library = Path(where).parent / "lib" / "libtorch_backend_cuda.so"
+    linked = subprocess.run(["ldd", str(library)], capture_output=True, text=True, check=True).stdout
+    if "not found" in linked or "libcublas.so.13" not in linked:
+        fail(f"{library} does not resolve its libraries:\n{linked}")
+    report = run(python, "-m", "torch_backend", cwd=work)
+    line = next((ln for ln in report.splitlines() if ln.split()[:1] == ["gpu"]), "")
+    if "unavailable: no NVIDIA driver found" not in line and not Path("/dev/nvidiactl").exists():
+        fail(f"the gpu backend is not reported unavailable for want of a driver:\n{report}")
+    print(f"ok: torch-backend-cuda installed without a GPU: libraries resolve; {line.strip()}")
+
+
 def run(python: Path, *args: str, cwd: Path, backend: str | None = None) -> str:
     env = {"PATH": f"{python.parent}:/usr/bin:/bin", "HOME": str(cwd)}
     if backend is not None:
@@ -111,6 +152,7 @@ def check_fresh_venv(wheels: list[Path], scratch: Path, requirements: list[str],
     if "active: fake (2 devices)" not in report:
         fail(f"unexpected report:\n{report}")
     print(f"ok: fresh venv one-liner: {out.strip()}")
+    check_cuda_installed(python, work)
     check_scaffold(python, work, kit_requirements)
 
 
@@ -154,6 +196,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         scratch = Path(tmp)
         check_contents(wheels, scratch)
+        check_cuda_wheel(wheels, scratch)
         check_torch_pins(wheels, torch_pin.removeprefix("torch=="))
         check_fresh_venv(wheels, scratch, requirements, kit_requirements)
     print("check_wheels: all checks passed")

@@ -8,6 +8,8 @@
 
 #include <string>
 
+#include "CudaBackend.h"
+
 namespace {
 
 using torch_backend::CopyKind;
@@ -146,7 +148,17 @@ class CudaRuntime final : public torch_backend::DeviceRuntime {
     return cudaEventElapsedTime(ms, event_of(start), event_of(end));
   }
 
+  // A kernel on the stream that takes `microseconds` (kernels in
+  // CudaKernels.cu).
+  Status stream_sleep(StreamHandle stream,
+                      unsigned long microseconds) override {
+    return gpu::launch_stream_sleep(stream, microseconds);
+  }
+
   std::string error_text(Status status) override {
+    if (gpu::is_cublas_status(status)) {
+      return gpu::cublas_status_text(status);
+    }
     return std::string(cudaGetErrorName(static_cast<cudaError_t>(status))) +
            ": " + cudaGetErrorString(static_cast<cudaError_t>(status));
   }

@@ -1,25 +1,52 @@
-"""The ``gpu`` device (NVIDIA, CUDA runtime).
+"""The ``gpu`` device (NVIDIA, CUDA runtime, cuBLAS).
 
 PyTorch reserves the name ``cuda``, so this backend's device is ``gpu``. Its
 device library is built when the CUDA toolkit is present at build time; without
-it, or without an NVIDIA driver, the backend reports itself unavailable.
+it, without an NVIDIA driver, or without cuBLAS (the ``nvidia-cublas`` wheel
+this package depends on), the backend reports itself unavailable.
 """
 
+from __future__ import annotations
+
+import importlib.util
 import os
 from pathlib import Path
 
 from torch_backend import Backend
 
 _LIBRARY = Path(__file__).resolve().parent / "lib" / "libtorch_backend_cuda.so"
+# Loaded before the device library, in this order (cuBLAS needs cuBLASLt).
+_CUBLAS = ("libcublasLt.so.13", "libcublas.so.13")
+
+
+def cublas_directory() -> Path | None:
+    """The folder of the nvidia-cublas wheel's libraries, if that wheel is installed."""
+    spec = importlib.util.find_spec("nvidia")
+    for root in spec.submodule_search_locations if spec is not None else []:
+        folder = Path(root) / "cu13" / "lib"
+        if all((folder / name).is_file() for name in _CUBLAS):
+            return folder
+    return None
 
 
 def _probe() -> tuple[bool, str]:
-    # Runs at every `import torch`: file checks only, no subprocess.
+    # Runs at every `import torch`: file checks only, no subprocess, no loading.
     if not os.path.exists("/dev/nvidiactl") and not os.path.exists("/proc/driver/nvidia/version"):
         return False, "no NVIDIA driver found (/dev/nvidiactl, /proc/driver/nvidia/version)"
     if not _LIBRARY.is_file():
         return False, "NVIDIA driver found, but this build has no device library (built without the CUDA toolkit)"
-    return True, "NVIDIA driver and device library found"
+    if cublas_directory() is None:
+        return False, "cuBLAS 13 not found (the nvidia-cublas wheel: pip install nvidia-cublas)"
+    return True, "NVIDIA driver, device library and cuBLAS found"
+
+
+def _runtime_libraries() -> list[Path]:
+    # The library's RUNPATH finds cuBLAS beside it in site-packages; loading it
+    # first also serves editable installs and other layouts.
+    folder = cublas_directory()
+    if folder is None:
+        raise RuntimeError("cuBLAS 13 (the nvidia-cublas wheel) is no longer found")
+    return [folder / name for name in _CUBLAS]
 
 
 backend = Backend(
@@ -27,5 +54,6 @@ backend = Backend(
     library=_LIBRARY,
     priority=20,
     probe=_probe,
-    description="NVIDIA GPU (CUDA runtime)",
+    description="NVIDIA GPU (CUDA runtime, cuBLAS)",
+    runtime_libraries=_runtime_libraries,
 )

@@ -1,0 +1,33 @@
+// What the gpu backend's files share: the kernels CudaKernels.cu defines for
+// the others, and status codes beyond the CUDA runtime's own (cuBLAS
+// statuses are returned offset by kCublasStatusBase, so that core's error
+// messages, DeviceRuntime::error_text, can tell them apart).
+#pragma once
+
+#include <string>
+
+#include <torch_backend/DeviceKernels.h>
+
+namespace gpu {
+
+constexpr int kCublasStatusBase = 0x10000;
+
+inline bool is_cublas_status(int status) {
+  return status > kCublasStatusBase && status < kCublasStatusBase + 0x1000;
+}
+// "CUBLAS_STATUS_...: description" of a status offset by kCublasStatusBase.
+std::string cublas_status_text(int status);
+
+// Enqueues a kernel on `stream` that spins for about `microseconds`
+// (DeviceRuntime::stream_sleep).
+int launch_stream_sleep(void* stream, unsigned long microseconds);
+
+// The element-wise copy kernel (out = input converted), for gemm's addend.
+torch_backend::Status copy_into(const torch_backend::KernelContext& ctx,
+                                const torch_backend::ElementwiseCall& call);
+
+// The matrix-multiply family on cuBLAS (CudaGemm.cpp).
+torch_backend::Status cublas_gemm(const torch_backend::KernelContext& ctx,
+                                  const torch_backend::GemmCall& call);
+
+}  // namespace gpu

@@ -1,0 +1,239 @@
+// The reduction family (sum, mean, amax, amin): out has stride 0 along the
+// reduced dimensions (DeviceKernels.h). Few long reductions (a full sum)
+// split each output over several blocks, which combine in a second pass;
+// many outputs take one thread each.
+#pragma once
+
+#include "Portable.cuh"
+
+namespace gpu {
+
+// Accumulator types: double for every floating type in sums (one thread may
+// fold thousands of elements in order; float would drift by n * eps, beyond
+// PyTorch's tolerances, and reductions are memory-bound), int64 for
+// integers; the compute type for extremes.
+template <typename T>
+using SumAcc = std::conditional_t<std::is_floating_point_v<Compute<T>>, double,
+                                  std::int64_t>;
+
+template <typename T>
+struct SumOp {
+  using Acc = SumAcc<T>;
+  GPU_HD static Acc init() { return Acc(0); }
+  GPU_HD static Acc combine(Acc a, Acc b) { return a + b; }
+  GPU_HD static Acc finish(Acc a, std::int64_t) { return a; }
+};
+template <typename T>
+struct MeanOp : SumOp<T> {
+  using Acc = SumAcc<T>;
+  GPU_HD static Acc finish(Acc a, std::int64_t count) {
+    return a / static_cast<Acc>(count);
+  }
+};
+template <typename T, bool Max>
+struct ExtremeOp {
+  using Acc = Compute<T>;
+  GPU_HD static Acc init() { return Max ? lowest<Acc>() : highest<Acc>(); }
+  GPU_HD static Acc combine(Acc a, Acc b) {  // NaN wins
+    if (is_nan(a)) return a;
+    if (is_nan(b)) return b;
+    return (Max ? a > b : a < b) ? a : b;
+  }
+  GPU_HD static Acc finish(Acc a, std::int64_t) { return a; }
+};
+template <typename T>
+using MaxOp = ExtremeOp<T, true>;
+template <typename T>
+using MinOp = ExtremeOp<T, false>;
+
+// Kept dimensions map an output index to (out offset, in offset); reduced
+// ones map a folded index to an in offset (base 0).
+struct ReducePlan {
+  IndexMap<2> kept;
+  IndexMap<1> folded;
+  std::int64_t outputs = 1;
+  std::int64_t reduced = 1;
+};
+
+inline ReducePlan plan_reduction(const TensorView& out, const TensorView& in) {
+  std::int32_t kept[kMaxKernelDims], folded[kMaxKernelDims];
+  std::int32_t kept_count = 0, folded_count = 0;
+  for (std::int32_t d = 0; d < out.dim; ++d) {
+    if (out.strides[d] == 0 && out.sizes[d] > 1) {
+      folded[folded_count++] = d;
+    } else {
+      kept[kept_count++] = d;
+    }
+  }
+  ReducePlan plan;
+  const TensorView* pair[2] = {&out, &in};
+  const TensorView* input[1] = {&in};
+  plan.kept = map_selected(pair, kept, kept_count, true, /*by=*/1);
+  plan.folded = map_selected(input, folded, folded_count);
+  plan.folded.base[0] = 0;
+  plan.outputs = plan.kept.count();
+  plan.reduced = plan.folded.count();
+  return plan;
+}
+
+// Folds in[begin + k * step] for begin + k * step < end, of output o.
+template <typename T, typename Op>
+struct ReduceSource {
+  ReducePlan plan;
+  const T* in;
+
+  GPU_HD typename Op::Acc fold(std::int64_t o, std::int64_t begin,
+                               std::int64_t end, std::int64_t step) const {
+    std::int64_t at[2];
+    plan.kept.offsets(o, at);
+    auto acc = Op::init();
+    for (std::int64_t r = begin; r < end; r += step) {
+      std::int64_t f[1];
+      plan.folded.offsets(r, f);
+      acc = Op::combine(acc,
+                        static_cast<typename Op::Acc>(load(in[at[1] + f[0]])));
+    }
+    return acc;
+  }
+};
+
+// One thread per output, folding everything (partials == nullptr), or
+// combining the output's `splits` partial results.
+template <typename T, typename Op>
+struct ReduceFinishFn {
+  ReduceSource<T, Op> source;
+  T* out;
+  const typename Op::Acc* partials;
+  std::int64_t splits;
+
+  GPU_HD void operator()(std::int64_t o) const {
+    typename Op::Acc acc;
+    if (partials == nullptr) {
+      acc = source.fold(o, 0, source.plan.reduced, 1);
+    } else {
+      acc = Op::init();
+      for (std::int64_t s = 0; s < splits; ++s) {
+        acc = Op::combine(acc, partials[o * splits + s]);
+      }
+    }
+    std::int64_t at[2];
+    source.plan.kept.offsets(o, at);
+    out[at[0]] = store<T>(Op::finish(acc, source.plan.reduced));
+  }
+};
+
+#if defined(__CUDACC__)
+// Block b folds chunk (b % splits) of output (b / splits): its threads
+// stride through the chunk, then combine in shared memory.
+template <typename T, typename Op>
+__global__ void reduce_partials_kernel(ReduceSource<T, Op> source,
+                                       typename Op::Acc* partials,
+                                       std::int64_t splits,
+                                       std::int64_t chunk) {
+  __shared__ typename Op::Acc shared[kThreads];
+  const std::int64_t o = blockIdx.x / splits;
+  const std::int64_t begin = (blockIdx.x % splits) * chunk;
+  const std::int64_t end =
+      begin + chunk < source.plan.reduced ? begin + chunk : source.plan.reduced;
+  shared[threadIdx.x] = source.fold(o, begin + threadIdx.x, end, blockDim.x);
+  __syncthreads();
+  for (unsigned width = blockDim.x / 2; width > 0; width /= 2) {
+    if (threadIdx.x < width) {
+      shared[threadIdx.x] =
+          Op::combine(shared[threadIdx.x], shared[threadIdx.x + width]);
+    }
+    __syncthreads();
+  }
+  if (threadIdx.x == 0) {
+    partials[blockIdx.x] = shared[0];
+  }
+}
+#endif
+
+// The same partial results on the host, thread by thread in order.
+template <typename T, typename Op>
+Status launch_partials(const KernelContext& ctx,
+                       const ReduceSource<T, Op>& source,
+                       typename Op::Acc* partials, std::int64_t splits,
+                       std::int64_t chunk) {
+  const std::int64_t blocks = source.plan.outputs * splits;
+#if defined(__CUDACC__)
+  reduce_partials_kernel<T, Op><<<static_cast<unsigned>(blocks), kThreads, 0,
+                                  static_cast<cudaStream_t>(ctx.stream)>>>(
+      source, partials, splits, chunk);
+  return last_launch_status();
+#else
+  (void)ctx;
+  for (std::int64_t b = 0; b < blocks; ++b) {
+    const std::int64_t o = b / splits;
+    const std::int64_t begin = (b % splits) * chunk;
+    const std::int64_t end = begin + chunk < source.plan.reduced
+                                 ? begin + chunk
+                                 : source.plan.reduced;
+    auto acc = Op::init();
+    for (int thread = 0; thread < kThreads; ++thread) {
+      acc = Op::combine(acc, source.fold(o, begin + thread, end, kThreads));
+    }
+    partials[b] = acc;
+  }
+  return kSuccess;
+#endif
+}
+
+// Long reductions with few outputs split; everything else is one thread per
+// output.
+constexpr std::int64_t kSplitBelowOutputs = 1 << 16;
+constexpr std::int64_t kSplitFromReduced = 1 << 12;
+constexpr std::int64_t kTargetBlocks = 1 << 10;
+
+template <template <typename> class OpOf>
+struct ReduceJob {
+  template <typename T>
+  struct Job {
+    static Status run(const KernelContext& ctx, const TensorView& out,
+                      const TensorView& in) {
+      using Op = OpOf<T>;
+      ReduceFinishFn<T, Op> finish{
+          {plan_reduction(out, in), data_of<const T>(in)},
+          data_of<T>(out),
+          nullptr,
+          1};
+      const ReducePlan& plan = finish.source.plan;
+      if (plan.outputs >= kSplitBelowOutputs ||
+          plan.reduced < kSplitFromReduced) {
+        return launch_each(ctx, plan.outputs, finish);
+      }
+      std::int64_t splits = kTargetBlocks / plan.outputs;
+      const std::int64_t most = plan.reduced / (kThreads * 4);
+      splits = splits < 1 ? 1 : (splits > most ? most : splits);
+      const std::int64_t chunk = (plan.reduced + splits - 1) / splits;
+      torch_backend::KernelWorkspace workspace(
+          ctx, static_cast<std::size_t>(plan.outputs * splits) *
+                   sizeof(typename Op::Acc));
+      auto* partials = static_cast<typename Op::Acc*>(workspace.get());
+      const Status status =
+          launch_partials<T, Op>(ctx, finish.source, partials, splits, chunk);
+      if (status != kSuccess) {
+        return status;
+      }
+      finish.partials = partials;
+      finish.splits = splits;
+      return launch_each(ctx, plan.outputs, finish);
+    }
+  };
+};
+
+template <template <typename> class OpOf>
+Status reduce(const KernelContext& ctx, const TensorView& out,
+              const TensorView& in) {
+  return dispatch<ReduceJob<OpOf>::template Job>(out.dtype, ctx, out, in);
+}
+
+inline void register_reductions(torch_backend::KernelRegistry& kernels) {
+  kernels.reduction("sum", &reduce<SumOp>);
+  kernels.reduction("mean", &reduce<MeanOp>);
+  kernels.reduction("amax", &reduce<MaxOp>);
+  kernels.reduction("amin", &reduce<MinOp>);
+}
+
+}  // namespace gpu
