@@ -190,7 +190,8 @@ using NllLossBackwardKernel = Status (*)(const KernelContext& ctx,
 //   index has out's shape and self's rank. source is unused.
 // scatter_add: out[index[i][j]][j] += source[i][j] (for dim 0) over index's
 //   shape; core has copied self into out.
-// index is Int64 and core has checked every entry lies in [0, size(dim)).
+// index is Int64 or Int32 (PyTorch accepts both) and core has checked every
+// entry lies in [0, size(dim)).
 // out, self and source share one dtype; full strided views.
 struct IndexCall {
   TensorView out, self, index, source;

@@ -160,6 +160,29 @@ C scalar_as(const ScalarValue& value) {
                                      : static_cast<C>(value.as_int);
 }
 
+// *address += value, atomically on the GPU (scatter_add, index_add: several
+// threads may add to one element). Types without a native atomic add are
+// declined before launch (has_atomic_add).
+template <typename T>
+constexpr bool has_atomic_add =
+    std::is_same_v<T, float> || std::is_same_v<T, double> ||
+    std::is_same_v<T, __half> || std::is_same_v<T, __nv_bfloat16> ||
+    std::is_same_v<T, std::int32_t> || std::is_same_v<T, std::int64_t>;
+
+template <typename T>
+GPU_HD void atomic_add(T* address, Compute<T> value) {
+#if defined(__CUDA_ARCH__)
+  if constexpr (std::is_same_v<T, std::int64_t>) {
+    atomicAdd(reinterpret_cast<unsigned long long*>(address),
+              static_cast<unsigned long long>(value));
+  } else {
+    atomicAdd(address, store<T>(value));
+  }
+#else
+  *address = store<T>(load(*address) + value);
+#endif
+}
+
 // ---- index arithmetic --------------------------------------------------
 
 // Maps a linear index over `dims` sizes (dimension 0 varies fastest) to an

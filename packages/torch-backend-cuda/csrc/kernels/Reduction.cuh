@@ -55,21 +55,30 @@ struct ReducePlan {
   std::int64_t reduced = 1;
 };
 
-inline ReducePlan plan_reduction(const TensorView& out, const TensorView& in) {
+// The dimensions `out` keeps and those it folds (stride 0, size > 1).
+struct DimSplit {
   std::int32_t kept[kMaxKernelDims], folded[kMaxKernelDims];
   std::int32_t kept_count = 0, folded_count = 0;
+};
+inline DimSplit split_dims(const TensorView& out) {
+  DimSplit split;
   for (std::int32_t d = 0; d < out.dim; ++d) {
     if (out.strides[d] == 0 && out.sizes[d] > 1) {
-      folded[folded_count++] = d;
+      split.folded[split.folded_count++] = d;
     } else {
-      kept[kept_count++] = d;
+      split.kept[split.kept_count++] = d;
     }
   }
+  return split;
+}
+
+inline ReducePlan plan_reduction(const TensorView& out, const TensorView& in) {
+  const DimSplit split = split_dims(out);
   ReducePlan plan;
   const TensorView* pair[2] = {&out, &in};
   const TensorView* input[1] = {&in};
-  plan.kept = map_selected(pair, kept, kept_count, true, /*by=*/1);
-  plan.folded = map_selected(input, folded, folded_count);
+  plan.kept = map_selected(pair, split.kept, split.kept_count, true, /*by=*/1);
+  plan.folded = map_selected(input, split.folded, split.folded_count);
   plan.folded.base[0] = 0;
   plan.outputs = plan.kept.count();
   plan.reduced = plan.folded.count();
@@ -229,11 +238,137 @@ Status reduce(const KernelContext& ctx, const TensorView& out,
   return dispatch<ReduceJob<OpOf>::template Job>(out.dtype, ctx, out, in);
 }
 
+// ---- variance: var (or std) and mean, one thread per output -----------
+
+template <typename T>
+struct VarianceFn {
+  IndexMap<3> kept;  // var, mean (var again when absent), in
+  IndexMap<1> folded;
+  std::int64_t reduced;
+  torch_backend::VarianceCall call;
+
+  GPU_HD void operator()(std::int64_t o) const {
+    std::int64_t at[3];
+    kept.offsets(o, at);
+    const T* in = static_cast<const T*>(call.in.data);
+    double sum = 0;
+    for (std::int64_t r = 0; r < reduced; ++r) {
+      std::int64_t f[1];
+      folded.offsets(r, f);
+      sum += load(in[at[2] + f[0]]);
+    }
+    const double mean = sum / static_cast<double>(reduced);
+    double squares = 0;
+    for (std::int64_t r = 0; r < reduced; ++r) {
+      std::int64_t f[1];
+      folded.offsets(r, f);
+      const double centred = load(in[at[2] + f[0]]) - mean;
+      squares += centred * centred;
+    }
+    const double var =
+        squares / (static_cast<double>(reduced) - call.correction);
+    static_cast<T*>(call.var.data)[at[0]] =
+        store<T>(call.standard_deviation ? sqrt(var) : var);
+    if (call.mean.data != nullptr) {
+      static_cast<T*>(call.mean.data)[at[1]] = store<T>(mean);
+    }
+  }
+};
+
+template <typename T>
+struct VarianceJob {
+  static Status run(const KernelContext& ctx,
+                    const torch_backend::VarianceCall& call) {
+    if constexpr (!is_floating<T>) {
+      return kNotSupported;
+    } else {
+      const DimSplit split = split_dims(call.var);
+      const TensorView& mean = call.mean.data != nullptr ? call.mean : call.var;
+      const TensorView* views[3] = {&call.var, &mean, &call.in};
+      const TensorView* input[1] = {&call.in};
+      VarianceFn<T> fn{};
+      fn.kept = map_selected(views, split.kept, split.kept_count, true, 2);
+      fn.folded = map_selected(input, split.folded, split.folded_count);
+      fn.folded.base[0] = 0;
+      fn.reduced = fn.folded.count();
+      fn.call = call;
+      return launch_each(ctx, fn.kept.count(), fn);
+    }
+  }
+};
+
+inline Status variance(const KernelContext& ctx,
+                       const torch_backend::VarianceCall& call) {
+  return dispatch<VarianceJob>(call.in.dtype, ctx, call);
+}
+
+// ---- max / min with indices along one dimension -----------------------
+// One thread per row; NaN wins, the first of equal extremes is taken.
+
+template <typename T, bool Max>
+struct ArgReduceFn {
+  IndexMap<3> rows;  // in, indices, values (indices again when absent)
+  std::int64_t length, step;
+  const T* in;
+  std::int64_t* indices;
+  T* values;
+
+  GPU_HD void operator()(std::int64_t row) const {
+    std::int64_t at[3];
+    rows.offsets(row, at);
+    std::int64_t best_index = 0;
+    Compute<T> best = load(in[at[0]]);
+    for (std::int64_t j = 1; j < length && !is_nan(best); ++j) {
+      const Compute<T> x = load(in[at[0] + j * step]);
+      if (is_nan(x) || (Max ? x > best : x < best)) {
+        best = x;
+        best_index = j;
+      }
+    }
+    indices[at[1]] = best_index;
+    if (values != nullptr) {
+      values[at[2]] = in[at[0] + best_index * step];
+    }
+  }
+};
+
+template <bool Max>
+struct ArgReduceJob {
+  template <typename T>
+  struct Job {
+    static Status run(const KernelContext& ctx, const TensorView& values,
+                      const TensorView& indices, const TensorView& in,
+                      std::int32_t dim) {
+      const TensorView& kept = values.data != nullptr ? values : indices;
+      const TensorView* views[3] = {&in, &indices, &kept};
+      ArgReduceFn<T, Max> fn{};
+      fn.rows = map_dims(views, in.dim > 0 ? dim : -1);
+      fn.length = in.dim > 0 ? in.sizes[dim] : 1;
+      fn.step = in.dim > 0 ? in.strides[dim] : 0;
+      fn.in = data_of<const T>(in);
+      fn.indices = data_of<std::int64_t>(indices);
+      fn.values = values.data != nullptr ? data_of<T>(values) : nullptr;
+      return launch_each(ctx, fn.length == 0 ? 0 : fn.rows.count(), fn);
+    }
+  };
+};
+
+template <bool Max>
+Status arg_reduce(const KernelContext& ctx, const TensorView& values,
+                  const TensorView& indices, const TensorView& in,
+                  std::int32_t dim) {
+  return dispatch<ArgReduceJob<Max>::template Job>(in.dtype, ctx, values,
+                                                   indices, in, dim);
+}
+
 inline void register_reductions(torch_backend::KernelRegistry& kernels) {
   kernels.reduction("sum", &reduce<SumOp>);
   kernels.reduction("mean", &reduce<MeanOp>);
   kernels.reduction("amax", &reduce<MaxOp>);
   kernels.reduction("amin", &reduce<MinOp>);
+  kernels.variance(&variance);
+  kernels.arg_reduction("max", &arg_reduce<true>);
+  kernels.arg_reduction("min", &arg_reduce<false>);
 }
 
 }  // namespace gpu

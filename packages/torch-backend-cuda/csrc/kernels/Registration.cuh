@@ -4,6 +4,10 @@
 #pragma once
 
 #include "Elementwise.cuh"
+#include "Indexing.cuh"
+#include "Loss.cuh"
+#include "Norm.cuh"
+#include "Random.cuh"
 #include "Reduction.cuh"
 #include "Softmax.cuh"
 
@@ -13,6 +17,11 @@ inline void register_portable_kernels(torch_backend::KernelRegistry& kernels) {
   register_elementwise(kernels);
   register_reductions(kernels);
   register_softmax(kernels);
+  register_indexing(kernels);
+  kernels.nll_loss(&nll_loss, &nll_loss_backward);
+  kernels.layer_norm(&layer_norm, &layer_norm_backward);
+  kernels.batch_norm(&batch_norm, &batch_norm_backward);
+  kernels.dropout(&dropout);
 }
 
 }  // namespace gpu
