@@ -107,6 +107,11 @@ def make_tests_session(backend: str) -> None:
                 "python", "-m", f"torch_backend.bench.{quick}", "--quick",
                 "--json", str(ROOT / "build" / f"bench-{quick}-smoke.json"), env={"TORCH_BACKEND": backend},
             )  # fmt: skip
+        # The benchmark against another device (gpu vs cuda on the GPU machines), here fake vs the CPU.
+        session.run(
+            "python", "-m", "torch_backend.bench.reference", "--quick", "--reference", "cpu",
+            "--json", str(ROOT / "build" / "bench-reference-smoke.json"), env={"TORCH_BACKEND": backend},
+        )  # fmt: skip
 
 
 def run_conformance_kit(session: nox.Session, backend: str, env: dict[str, str]) -> None:

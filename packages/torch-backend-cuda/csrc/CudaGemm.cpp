@@ -189,16 +189,20 @@ Status cublas_gemm(const KernelContext& ctx, const GemmCall& call) {
   if (status != kSuccess) {
     return status;
   }
-  // float scalars, double for double; compute in float for the 16-bit types
-  // (no TF32: CUDA's default for float32).
+  // float scalars, double for double; compute in float for the 16-bit types,
+  // and for float32 in TF32 only where the user allowed it (PyTorch's
+  // torch.backends.cuda.matmul.allow_tf32, off by default).
   const bool is_double = call.out.dtype == DType::Float64;
   const float alpha_f = static_cast<float>(call.alpha);
   const float beta_f = reads_c ? static_cast<float>(call.beta) : 0.0f;
   const double alpha_d = call.alpha, beta_d = reads_c ? call.beta : 0.0;
   const void* alpha = is_double ? static_cast<const void*>(&alpha_d) : &alpha_f;
   const void* beta = is_double ? static_cast<const void*>(&beta_d) : &beta_f;
+  const bool tf32 =
+      call.out.dtype == DType::Float32 && call.allow_reduced_precision;
   const cublasComputeType_t compute =
-      is_double ? CUBLAS_COMPUTE_64F : CUBLAS_COMPUTE_32F;
+      is_double ? CUBLAS_COMPUTE_64F
+                : (tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F);
   void* c = const_cast<void*>(start_of(call.out));
   const long long c_stride = call.out.strides[0];
   if (out.op == CUBLAS_OP_N) {  // out = a @ b, column-major

@@ -58,3 +58,31 @@ def test_staged_all_reduce_through_pinned_buffers():
     )
     out = run("-c", code)
     assert out.returncode == 0, out.stderr
+
+
+def test_cublas_matmul_matches_cpu_and_honours_tf32():
+    code = (
+        "import torch\n"
+        "torch.manual_seed(0)\n"
+        "a, b = torch.randn(256, 512), torch.randn(512, 128)\n"
+        "exact = (a.double() @ b.double()).float()\n"
+        "ga, gb = a.to('gpu'), b.to('gpu')\n"
+        "# row-major, column-major (a transpose's storage) and mixed operands\n"
+        "for x, y in ((ga, gb), (ga.t().contiguous().t(), gb), (ga, gb.t().contiguous().t())):\n"
+        "    torch.testing.assert_close((x @ y).cpu(), exact, rtol=1e-4, atol=1e-4)\n"
+        "p, q, c = torch.randn(3, 64, 32), torch.randn(3, 32, 16), torch.randn(16)\n"
+        "want = torch.baddbmm(c, p, q, beta=0.5, alpha=2.0)\n"
+        "got = torch.baddbmm(c.to('gpu'), p.to('gpu'), q.to('gpu'), beta=0.5, alpha=2.0)\n"
+        "torch.testing.assert_close(got.cpu(), want, rtol=1e-4, atol=1e-4)\n"
+        "for dtype in (torch.bfloat16, torch.float16):\n"
+        "    torch.testing.assert_close((ga.to(dtype) @ gb.to(dtype)).cpu().float(), exact, rtol=2e-2, atol=5e-1)\n"
+        "ieee = (ga @ gb).cpu()\n"
+        "torch.backends.cuda.matmul.allow_tf32 = True\n"
+        "tf32 = (ga @ gb).cpu()\n"
+        "# TF32 keeps 10 mantissa bits: further from the exact product than IEEE float32\n"
+        "assert (tf32 - exact).abs().max() > 4 * (ieee - exact).abs().max()\n"
+        "torch.backends.cuda.matmul.allow_tf32 = False\n"
+        "assert torch.equal((ga @ gb).cpu(), ieee)\n"
+    )
+    out = run("-c", code)
+    assert out.returncode == 0, out.stderr

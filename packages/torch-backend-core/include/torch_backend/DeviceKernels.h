@@ -24,7 +24,7 @@
 namespace torch_backend {
 
 // Bumped whenever a descriptor layout or kernel signature changes.
-constexpr int kDeviceKernelsAbiVersion = 5;
+constexpr int kDeviceKernelsAbiVersion = 6;
 
 enum class DType : std::int8_t {
   Bool,
@@ -130,10 +130,15 @@ using VarianceKernel = Status (*)(const KernelContext& ctx,
 // read only when beta != 0; it may be out itself (addmm_). All share one
 // floating dtype: Float32, BFloat16 or Float16 (accumulate in float), or
 // Float64.
+// allow_reduced_precision: the user allowed float32 products with a faster,
+// less precise internal format (torch.backends.cuda.matmul.allow_tf32 or
+// torch.set_float32_matmul_precision("high"), as CUDA honours them; off by
+// default); other dtypes ignore it.
 struct GemmCall {
   TensorView out, a, b, c;
   double alpha = 1;
   double beta = 0;
+  bool allow_reduced_precision = false;
 };
 
 using GemmKernel = Status (*)(const KernelContext& ctx, const GemmCall& call);

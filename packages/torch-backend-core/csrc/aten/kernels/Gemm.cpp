@@ -3,6 +3,7 @@
 // backend's GEMM kernel. The structured meta classes check shapes and dtypes
 // and size the result; the kernel gets 3-D strided views, so transposed and
 // broadcast operands reach it without copies.
+#include <ATen/Context.h>
 #include <ATen/ops/addmm_meta.h>
 #include <ATen/ops/baddbmm_meta.h>
 #include <ATen/ops/bmm_meta.h>
@@ -44,6 +45,9 @@ bool run_gemm(const Tensor& out, const Tensor& a, const Tensor& b,
   call.b = batched(b);
   call.alpha = alpha.to<double>();
   call.beta = bias != nullptr ? beta.to<double>() : 0.0;
+  // PyTorch's one switch for reduced-precision float32 products (its check
+  // raises, as on CUDA, when the legacy and new precision APIs disagree).
+  call.allow_reduced_precision = at::globalContext().allowTF32CuBLAS();
   if (call.beta != 0) {
     if (!kernel_dtypes(*bias) || bias->scalar_type() != out.scalar_type()) {
       return false;

@@ -112,31 +112,38 @@ def worker(case_name: str, device_name: str, repeats: int) -> float:
     return min(_time_once(step, device) for _ in range(repeats)) / case.per
 
 
-def _run_worker(case: SeparateCase, device_name: str, backend: str, repeats: int) -> float:
+def run_worker(module: str, case_name: str, device_name: str, backend: str, repeats: int, *extra: str) -> float:
+    """Runs ``python -m module --worker case_name ...`` with TORCH_BACKEND=backend; returns the time it prints."""
     env = os.environ | {"TORCH_BACKEND": backend}
     out = subprocess.run(
-        [sys.executable, "-m", "torch_backend.bench.separate", "--worker", case.name, "--device", device_name,
-         "--repeats", str(repeats)],
+        [sys.executable, "-m", module, "--worker", case_name, "--device", device_name, "--repeats", str(repeats),
+         *extra],
         capture_output=True, text=True, env=env, timeout=900, check=False,
     )  # fmt: skip
     if out.returncode != 0:
-        raise RuntimeError(f"{case.name} on {device_name} failed ({out.returncode}): {out.stderr[-2000:]}")
+        raise RuntimeError(f"{case_name} on {device_name} failed ({out.returncode}): {out.stderr[-2000:]}")
     return float(out.stdout.strip().splitlines()[-1])
+
+
+def median_and_spread(ratios: list[float]) -> tuple[float, float]:
+    """The median ratio and its interquartile spread."""
+    quartiles = statistics.quantiles(ratios, n=4) if len(ratios) > 1 else [ratios[0]] * 3
+    return statistics.median(ratios), quartiles[2] - quartiles[0]
 
 
 def measure(case: SeparateCase, device_name: str, rounds: int, repeats: int) -> SeparateResult:
     device_times, cpu_times, ratios = [], [], []
+    module = "torch_backend.bench.separate"
     for _ in range(rounds):
-        d = _run_worker(case, device_name, device_name, repeats)
-        c = _run_worker(case, "cpu", "none", repeats)
+        d = run_worker(module, case.name, device_name, device_name, repeats)
+        c = run_worker(module, case.name, "cpu", "none", repeats)
         device_times.append(d)
         cpu_times.append(c)
         ratios.append(d / c)
-    quartiles = statistics.quantiles(ratios, n=4) if len(ratios) > 1 else [ratios[0]] * 3
+    ratio, spread = median_and_spread(ratios)
     return SeparateResult(
-        case.name, statistics.median(device_times), statistics.median(cpu_times), statistics.median(ratios),
-        quartiles[2] - quartiles[0], case.target,
-    )  # fmt: skip
+        case.name, statistics.median(device_times), statistics.median(cpu_times), ratio, spread, case.target
+    )
 
 
 def main(argv: list[str] | None = None) -> int:

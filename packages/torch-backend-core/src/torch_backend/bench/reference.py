@@ -1,0 +1,268 @@
+"""``python -m torch_backend.bench.reference --device gpu --reference cuda``: a backend against another device.
+
+The question it answers: how does this backend compare with PyTorch's own
+backend for the same hardware (the gpu backend against ``cuda`` on one GPU)?
+Every case runs in two processes per round, one using only the backend's
+device and one using only the reference with no backend active
+(``TORCH_BACKEND=none``): PyTorch's autograd engine serves one accelerator
+type per process (pytorch/pytorch#161129), and neither side shares a process
+with the other's threads. Ratios are backend time / reference time per round,
+reported as median and interquartile spread. ``--quick`` shrinks every case
+to smoke-test sizes (CI runs it as fake against the CPU): its figures mean
+nothing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import statistics
+import sys
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import torch
+from torch import nn
+
+from torch_backend.bench._chart import plot
+from torch_backend.bench.separate import median_and_spread, run_worker
+
+Step = Callable[[], object]
+MODULE = "torch_backend.bench.reference"
+
+
+@dataclass(frozen=True)
+class Sizes:
+    """Case sizes: the issue's on a GPU, tiny for the smoke run."""
+
+    elements: int
+    matmul: int
+    copy_bytes: int
+    mlp: tuple[int, int, int]  # width, hidden, batch
+    gpt: tuple[int, int, int, int]  # model width, layers, sequence, batch
+
+
+FULL = Sizes(64 << 20, 4096, 256 << 20, (1024, 4096, 512), (512, 6, 256, 16))
+QUICK = Sizes(1 << 12, 64, 1 << 16, (32, 64, 16), (32, 2, 16, 2))
+
+
+def _repeat(fn: Step, times: int) -> Step:
+    def run() -> None:
+        for _ in range(times):
+            fn()
+
+    return run
+
+
+def add_small(device: torch.device, sizes: Sizes) -> Step:
+    x, y = torch.randn(16, device=device), torch.randn(16, device=device)
+    return _repeat(lambda: torch.add(x, y), 1000)
+
+
+def add_large(device: torch.device, sizes: Sizes) -> Step:
+    x, y = torch.randn(sizes.elements, device=device), torch.randn(sizes.elements, device=device)
+    out = torch.empty_like(x)
+    return _repeat(lambda: torch.add(x, y, out=out), 10)
+
+
+def sum_large(device: torch.device, sizes: Sizes) -> Step:
+    x = torch.randn(sizes.elements, device=device)
+    return _repeat(lambda: x.sum(), 10)
+
+
+def matmul(dtype: torch.dtype) -> Callable[[torch.device, Sizes], Step]:
+    def make(device: torch.device, sizes: Sizes) -> Step:
+        a = torch.randn(sizes.matmul, sizes.matmul, device=device, dtype=dtype)
+        b = torch.randn(sizes.matmul, sizes.matmul, device=device, dtype=dtype)
+        return _repeat(lambda: a @ b, 10)
+
+    return make
+
+
+def pinned_copy(direction: str) -> Callable[[torch.device, Sizes], Step]:
+    def make(device: torch.device, sizes: Sizes) -> Step:
+        count = sizes.copy_bytes // 4
+        host = torch.empty(count, pin_memory=device.type != "cpu")
+        on_device = torch.empty(count, device=device)
+        if direction == "h2d":
+            return _repeat(lambda: on_device.copy_(host, non_blocking=True), 5)
+        return _repeat(lambda: host.copy_(on_device, non_blocking=True), 5)
+
+    return make
+
+
+def allocation(device: torch.device, sizes: Sizes) -> Step:
+    return _repeat(lambda: torch.empty(1 << 20, device=device), 1000)
+
+
+def _train(model: nn.Module, step_inputs: Callable[[], tuple[torch.Tensor, torch.Tensor]], loss_fn: nn.Module) -> Step:
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4)
+    inputs, targets = step_inputs()
+
+    def step() -> None:
+        optimizer.zero_grad(set_to_none=True)
+        loss_fn(model(inputs), targets).backward()
+        optimizer.step()
+
+    return _repeat(step, 5)
+
+
+def mlp_adamw(device: torch.device, sizes: Sizes) -> Step:
+    torch.manual_seed(0)
+    width, hidden, batch = sizes.mlp
+    model = nn.Sequential(nn.Linear(width, hidden), nn.ReLU(), nn.Linear(hidden, width)).to(device)
+    data = (torch.randn(batch, width, device=device), torch.randn(batch, width, device=device))
+    return _train(model, lambda: data, nn.MSELoss())
+
+
+def cnn(device: torch.device, sizes: Sizes) -> Step:
+    torch.manual_seed(0)
+    channels = 32 if sizes is FULL else 4
+    model = nn.Sequential(
+        nn.Conv2d(3, channels, 3, padding=1), nn.BatchNorm2d(channels), nn.ReLU(), nn.MaxPool2d(2),
+        nn.Conv2d(channels, 2 * channels, 3, padding=1), nn.BatchNorm2d(2 * channels), nn.ReLU(),
+        nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(2 * channels, 10),
+    ).to(device)  # fmt: skip
+    batch, side = (64, 32) if sizes is FULL else (2, 8)
+    data = (torch.randn(batch, 3, side, side, device=device), torch.randint(0, 10, (batch,), device=device))
+    return _train(model, lambda: data, nn.CrossEntropyLoss())
+
+
+class TinyGPT(nn.Module):
+    """Token and position embeddings, pre-norm causal Transformer blocks, a language-model head."""
+
+    def __init__(self, vocab: int, width: int, layers: int, sequence: int) -> None:
+        super().__init__()
+        self.tokens = nn.Embedding(vocab, width)
+        self.positions = nn.Embedding(sequence, width)
+        block = nn.TransformerEncoderLayer(
+            width, max(1, width // 64), 4 * width, dropout=0.1, activation="gelu", batch_first=True, norm_first=True
+        )
+        self.blocks = nn.TransformerEncoder(block, layers, enable_nested_tensor=False)
+        self.head = nn.Linear(width, vocab)
+        self.register_buffer("mask", nn.Transformer.generate_square_subsequent_mask(sequence), persistent=False)
+
+    def forward(self, ids: torch.Tensor) -> torch.Tensor:
+        positions = torch.arange(ids.shape[1], device=ids.device)
+        hidden = self.blocks(self.tokens(ids) + self.positions(positions), mask=self.mask, is_causal=True)
+        return self.head(hidden).flatten(0, 1)
+
+
+def gpt(device: torch.device, sizes: Sizes) -> Step:
+    torch.manual_seed(0)
+    width, layers, sequence, batch = sizes.gpt
+    vocab = 8192 if sizes is FULL else 64
+    model = TinyGPT(vocab, width, layers, sequence).to(device)
+    ids = torch.randint(0, vocab, (batch, sequence + 1), device=device)
+    data = (ids[:, :-1].contiguous(), ids[:, 1:].flatten())
+    return _train(model, lambda: data, nn.CrossEntropyLoss())
+
+
+@dataclass(frozen=True)
+class ReferenceCase:
+    name: str
+    make: Callable[[torch.device, Sizes], Step]
+    target: float  # backend time / reference time, at most; NaN: reported only
+
+
+CASES = [
+    ReferenceCase("add, 16 elements (x1000)", add_small, 1.5),
+    ReferenceCase("add, 64M elements (x10)", add_large, 1.1),
+    ReferenceCase("sum, 64M elements (x10)", sum_large, 1.1),
+    ReferenceCase("matmul 4096 float32 (x10)", matmul(torch.float32), 1.1),
+    ReferenceCase("matmul 4096 bfloat16 (x10)", matmul(torch.bfloat16), 1.1),
+    ReferenceCase("pinned H2D 256 MiB (x5)", pinned_copy("h2d"), math.nan),
+    ReferenceCase("pinned D2H 256 MiB (x5)", pinned_copy("d2h"), math.nan),
+    ReferenceCase("allocate 4 MiB (x1000)", allocation, math.nan),
+    ReferenceCase("MLP+AdamW step 1024-4096-1024 b512 (x5)", mlp_adamw, 1.3),
+    ReferenceCase("CNN+BatchNorm step (x5)", cnn, math.nan),
+    ReferenceCase("GPT-style Transformer step (x5)", gpt, 2.0),
+]
+
+
+@dataclass(frozen=True)
+class ReferenceResult:
+    case: str
+    device_s: float  # per timing (the case's repetitions), median over rounds
+    reference_s: float
+    ratio: float
+    spread: float
+    target: float
+
+    @property
+    def met(self) -> bool:
+        return math.isnan(self.target) or self.ratio <= self.target
+
+
+def worker(case_name: str, device_name: str, repeats: int, quick: bool) -> float:
+    """Best of ``repeats`` timings of one case on one device, in this process."""
+    from torch_backend.bench._runner import _time_once
+
+    case = next(c for c in CASES if c.name == case_name)
+    device = torch.device(device_name, 0) if device_name != "cpu" else torch.device("cpu")
+    step = case.make(device, QUICK if quick else FULL)
+    _time_once(step, device)  # warm-up
+    return min(_time_once(step, device) for _ in range(repeats))
+
+
+def measure(
+    case: ReferenceCase, device_name: str, reference: str, rounds: int, repeats: int, quick: bool
+) -> ReferenceResult:
+    extra = ("--quick",) if quick else ()
+    device_times, reference_times, ratios = [], [], []
+    for _ in range(rounds):
+        d = run_worker(MODULE, case.name, device_name, device_name, repeats, *extra)
+        r = run_worker(MODULE, case.name, reference, "none", repeats, *extra)
+        device_times.append(d)
+        reference_times.append(r)
+        ratios.append(d / r)
+    ratio, spread = median_and_spread(ratios)
+    return ReferenceResult(
+        case.name, statistics.median(device_times), statistics.median(reference_times), ratio, spread, case.target
+    )
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--device", help="the backend's device type (default: the active backend)")
+    parser.add_argument("--reference", default="cuda", help="the device to compare with (default: cuda)")
+    parser.add_argument("--rounds", type=int, default=5, help="process pairs per case")
+    parser.add_argument("--repeats", type=int, default=5, help="timings per process (best is kept)")
+    parser.add_argument("--quick", action="store_true", help="smoke mode: tiny sizes, one round, figures meaningless")
+    parser.add_argument("--json", default="bench-results/reference.json")
+    parser.add_argument("--case", action="append", help="run only cases whose name contains this")
+    parser.add_argument("--worker", help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.worker:
+        print(worker(args.worker, args.device, args.repeats, args.quick))
+        return 0
+    import torch_backend
+
+    active = torch_backend.active_backend()
+    device_name = args.device or (active.name if active else None)
+    if device_name is None:
+        parser.error("no backend is active; pass --device")
+    rounds, repeats = (1, 1) if args.quick else (args.rounds, args.repeats)
+    cases = [c for c in CASES if not args.case or any(k in c.name for k in args.case)]
+    results = [measure(case, device_name, args.reference, rounds, repeats, args.quick) for case in cases]
+    print(f"{'case':<42}{device_name + ' (s)':>12}{args.reference + ' (s)':>12}{'ratio':>8}{'spread':>8}  target")
+    for r in results:
+        target = "reported" if math.isnan(r.target) else f"<= {r.target:.2f} {'met' if r.met else 'MISSED'}"
+        print(f"{r.case:<42}{r.device_s:>12.6f}{r.reference_s:>12.6f}{r.ratio:>8.2f}{r.spread:>8.2f}  {target}")
+    out = Path(args.json)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    machine = torch.cuda.get_device_name(0) if args.reference == "cuda" and torch.cuda.is_available() else "n/a"
+    out.write_text(json.dumps({"reference": args.reference, "device": device_name, "machine": machine,
+                               "quick": args.quick, "results": [asdict(r) | {"met": r.met} for r in results]},
+                              indent=2))  # fmt: skip
+    xlabel = f"{device_name} vs {args.reference}, separate processes (time ratio, lower is better)"
+    if plot(results, out.with_suffix(".png"), xlabel):
+        print(f"wrote {out.with_suffix('.png')}")
+    print(f"wrote {out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
