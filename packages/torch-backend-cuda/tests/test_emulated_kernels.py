@@ -58,7 +58,13 @@ def test_core_sends_the_kernel_families_to_the_portable_kernels(emulated: dict[s
         assert rows[op].rstrip().endswith("device kernel"), rows[op]
     for op in ("nll_loss_backward", "index_add_", "gather.out", "max.dim", "std_mean.correction", "native_batch_norm"):
         assert rows[op].rstrip().endswith("device kernel"), rows[op]
-    for op in ("native_layer_norm_backward", "native_dropout", "scatter_add_", "argmin.out"):
+    for op in (
+        "native_layer_norm_backward",
+        "native_dropout",
+        "scatter_add_",
+        "argmin.out",
+        "_scaled_dot_product_fused_attention_overrideable_backward",
+    ):
         assert rows[op].rstrip().endswith("device kernel"), rows[op]
     assert not rows["mm"].rstrip().endswith("device kernel")  # cuBLAS: GPU build only
 
@@ -176,6 +182,15 @@ for correction in (0, 1):
     v, m = torch.std_mean(cube.to(dev), 1, correction=correction)
     want_v, want_m = torch.std_mean(cube, 1, correction=correction)
     same(v, want_v, **loose); same(m, want_m, **loose)
+# Fused attention: plain, causal, with a boolean mask and an additive bias; the value width
+# spans two feature chunks of the kernel.
+q, k, v = torch.randn(2, 3, 5, 8), torch.randn(2, 3, 7, 8), torch.randn(2, 3, 7, 70)
+both(lambda q, k, v: F.scaled_dot_product_attention(q, k, v), q, k, v)
+both(lambda q, k, v: F.scaled_dot_product_attention(q, k[:, :, :5], v[:, :, :5], is_causal=True), q, k, v)
+keep = torch.rand(5, 7) > 0.3
+keep[:, 0] = True
+both(lambda q, k, v: F.scaled_dot_product_attention(q, k, v, attn_mask=keep.to(q.device)), q, k, v)
+both(lambda q, k, v, m: F.scaled_dot_product_attention(q, k, v, attn_mask=m, scale=0.3), q, k, v, torch.randn(3, 5, 7))
 # dropout: the device generator's stream, reproducible under manual_seed, mask and scale consistent.
 ones = torch.ones(10000, device=dev)
 torch.manual_seed(3); first = F.dropout(ones, 0.3)

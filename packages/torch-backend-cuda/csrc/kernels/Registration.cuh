@@ -3,6 +3,7 @@
 // (HostEmulation.cpp) registers these alone.
 #pragma once
 
+#include "Attention.cuh"
 #include "Elementwise.cuh"
 #include "Indexing.cuh"
 #include "Loss.cuh"
@@ -22,6 +23,7 @@ inline void register_portable_kernels(torch_backend::KernelRegistry& kernels) {
   kernels.layer_norm(&layer_norm, &layer_norm_backward);
   kernels.batch_norm(&batch_norm, &batch_norm_backward);
   kernels.dropout(&dropout);
+  kernels.attention(&attention, &attention_backward);
 }
 
 }  // namespace gpu
