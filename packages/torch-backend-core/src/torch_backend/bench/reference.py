@@ -17,7 +17,6 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import statistics
 import sys
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
@@ -27,7 +26,7 @@ import torch
 from torch import nn
 
 from torch_backend.bench._chart import plot
-from torch_backend.bench.separate import median_and_spread, run_worker
+from torch_backend.bench.separate import alternate
 
 Step = Callable[[], object]
 MODULE = "torch_backend.bench.reference"
@@ -211,17 +210,8 @@ def measure(
     case: ReferenceCase, device_name: str, reference: str, rounds: int, repeats: int, quick: bool
 ) -> ReferenceResult:
     extra = ("--quick",) if quick else ()
-    device_times, reference_times, ratios = [], [], []
-    for _ in range(rounds):
-        d = run_worker(MODULE, case.name, device_name, device_name, repeats, *extra)
-        r = run_worker(MODULE, case.name, reference, "none", repeats, *extra)
-        device_times.append(d)
-        reference_times.append(r)
-        ratios.append(d / r)
-    ratio, spread = median_and_spread(ratios)
-    return ReferenceResult(
-        case.name, statistics.median(device_times), statistics.median(reference_times), ratio, spread, case.target
-    )
+    timings = alternate(MODULE, case.name, device_name, reference, rounds, repeats, *extra)
+    return ReferenceResult(case.name, *timings, case.target)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -131,19 +131,24 @@ def median_and_spread(ratios: list[float]) -> tuple[float, float]:
     return statistics.median(ratios), quartiles[2] - quartiles[0]
 
 
-def measure(case: SeparateCase, device_name: str, rounds: int, repeats: int) -> SeparateResult:
-    device_times, cpu_times, ratios = [], [], []
-    module = "torch_backend.bench.separate"
+def alternate(
+    module: str, case_name: str, device_name: str, reference: str, rounds: int, repeats: int, *extra: str
+) -> tuple[float, float, float, float]:
+    """Rounds of one device process then one reference process (no backend active); returns the median
+    device and reference times and the median ratio with its spread."""
+    device_times, reference_times, ratios = [], [], []
     for _ in range(rounds):
-        d = run_worker(module, case.name, device_name, device_name, repeats)
-        c = run_worker(module, case.name, "cpu", "none", repeats)
+        d = run_worker(module, case_name, device_name, device_name, repeats, *extra)
+        r = run_worker(module, case_name, reference, "none", repeats, *extra)
         device_times.append(d)
-        cpu_times.append(c)
-        ratios.append(d / c)
-    ratio, spread = median_and_spread(ratios)
-    return SeparateResult(
-        case.name, statistics.median(device_times), statistics.median(cpu_times), ratio, spread, case.target
-    )
+        reference_times.append(r)
+        ratios.append(d / r)
+    return (statistics.median(device_times), statistics.median(reference_times), *median_and_spread(ratios))
+
+
+def measure(case: SeparateCase, device_name: str, rounds: int, repeats: int) -> SeparateResult:
+    timings = alternate("torch_backend.bench.separate", case.name, device_name, "cpu", rounds, repeats)
+    return SeparateResult(case.name, *timings, case.target)
 
 
 def main(argv: list[str] | None = None) -> int:
