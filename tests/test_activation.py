@@ -119,3 +119,24 @@ def test_missing_runtime_library_is_a_clear_error_and_activates_nothing():
         "torch-backend: cannot activate 'fake': loading its runtime library /nowhere/libmyrt.so failed"
     )
     assert lines[1] == "None privateuseone"
+
+
+def test_a_runtime_library_lookup_that_fails_names_the_backend_and_activates_nothing():
+    # A backend's lookup raising (its runtime vanished since the probe) is one clear activation error.
+    code = (
+        "import dataclasses, torch, torch_backend, torch_backend._activation, torch_backend_fake\n"
+        "def lookup():\n"
+        "    raise RuntimeError('the vendor runtime is no longer found (VENDOR_HOME)')\n"
+        "backend = dataclasses.replace(torch_backend_fake.backend, runtime_libraries=lookup)\n"
+        "try:\n"
+        "    torch_backend._activation.activate_backend(backend)\n"
+        "except RuntimeError as error:\n"
+        "    print(error)\n"
+        "print(torch_backend.active_backend(), torch._C._get_privateuse1_backend_name())\n"
+    )
+    out = run_python(code, env={"TORCH_DEVICE_BACKEND_AUTOLOAD": "0"})
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.splitlines() == [
+        "torch-backend: cannot activate 'fake': the vendor runtime is no longer found (VENDOR_HOME)",
+        "None privateuseone",
+    ]

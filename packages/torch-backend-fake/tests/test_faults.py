@@ -160,6 +160,21 @@ def test_a_failed_blocking_copy_never_lands_later():
     torch.testing.assert_close(source.cpu(), torch.arange(1 << 16, dtype=torch.float32))
 
 
+def test_out_of_memory_the_runtime_reports_carries_its_words():
+    # Both the first malloc and the one core retries after emptying its cache run out.
+    out = run_script(
+        "import torch, torch_backend_fake.faults as faults\n"
+        "torch.ones(1, device='fake')\n"
+        "faults.inject('malloc', 1, times=2, out_of_memory=True)\n"
+        "try:\n"
+        "    torch.empty(1 << 20, device='fake')\n"
+        "except torch.OutOfMemoryError as error:\n"
+        "    print(str(error).split(' The runtime reported: ')[1])\n"
+    )
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "out of fake device memory."
+
+
 def test_faults_armed_by_environment_variable():
     out = run_script(
         "import torch, torch_backend_fake.faults as faults\n"

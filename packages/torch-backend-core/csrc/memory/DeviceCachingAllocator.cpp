@@ -204,6 +204,7 @@ Block* DeviceCachingAllocator::take_free_block(BlockPool& pool,
 
 Block* DeviceCachingAllocator::new_segment(BlockPool& pool, c10::Stream stream,
                                            size_t size) {
+  last_oom_status_ = kSuccess;
   if (stats_.reserved_bytes[0].current + size > allowed_bytes()) {
     return nullptr;
   }
@@ -212,6 +213,7 @@ Block* DeviceCachingAllocator::new_segment(BlockPool& pool, c10::Stream stream,
   void* ptr = nullptr;
   const Status status = runtime.malloc(&ptr, size);
   if (status != kSuccess && runtime.is_out_of_memory(status)) {
+    last_oom_status_ = status;
     return nullptr;
   }
   check_status(status, "malloc");
@@ -586,16 +588,23 @@ void DeviceCachingAllocator::raise_out_of_memory(size_t size, size_t segment,
             " allows " + format_size(allowed_bytes()) + " and " +
             format_size(reserved + segment) + " would be reserved.";
   }
-  TORCH_CHECK_WITH(OutOfMemoryError, false, device_of(device_),
-                   " out of memory. Tried to allocate ", format_size(size),
-                   ". Device has a total capacity of ",
-                   format_size(total_bytes), " of which ",
-                   format_size(free_bytes),
-                   " is free. Of the allocated "
-                   "memory ",
-                   format_size(allocated), " is allocated by PyTorch, and ",
-                   format_size(reserved - std::min(reserved, allocated)),
-                   " is reserved by PyTorch but unallocated.", limit);
+  // The runtime's own words, as for every other runtime error (its recent
+  // error message, where it keeps one: ACL's aclGetRecentErrMsg).
+  const std::string runtime_text =
+      last_oom_status_ == kSuccess
+          ? std::string()
+          : " The runtime reported: " +
+                active_runtime().error_text(last_oom_status_) + ".";
+  TORCH_CHECK_WITH(
+      OutOfMemoryError, false, device_of(device_),
+      " out of memory. Tried to allocate ", format_size(size),
+      ". Device has a total capacity of ", format_size(total_bytes),
+      " of which ", format_size(free_bytes),
+      " is free. Of the allocated "
+      "memory ",
+      format_size(allocated), " is allocated by PyTorch, and ",
+      format_size(reserved - std::min(reserved, allocated)),
+      " is reserved by PyTorch but unallocated.", limit, runtime_text);
 }
 
 }  // namespace torch_backend::allocator

@@ -92,6 +92,10 @@ class DeviceCachingAllocator {
   static constexpr size_t kBinDepth = 64;
   std::array<std::vector<Block*>, kBinnedMax / kMinBlockSize + 1> bins_;
   size_t binned_ = 0;
+  // The runtime's status of the last malloc that ran out of memory (kSuccess
+  // when the last new segment failed for the memory fraction instead): its
+  // text ends the OutOfMemoryError message.
+  Status last_oom_status_ = kSuccess;
   DeviceStats stats_;
   double memory_fraction_ = 1.0;
   size_t total_memory_ = 0;

@@ -112,7 +112,11 @@ def _load_runtime_libraries(backend: Backend) -> None:
         return
     import ctypes
 
-    for library in backend.runtime_libraries():
+    try:
+        libraries = list(backend.runtime_libraries())
+    except Exception as error:  # the backend's own lookup: its words, core's prefix
+        raise RuntimeError(f"torch-backend: cannot activate '{backend.name}': {error}") from error
+    for library in libraries:
         try:
             ctypes.CDLL(str(library), mode=ctypes.RTLD_GLOBAL)
         except OSError as error:
