@@ -605,6 +605,9 @@ aclError aclrtMemcpyAsync(void* dst, size_t destMax, const void* src,
 
 aclError aclrtCreateStreamWithConfig(aclrtStream* stream, uint32_t /*priority*/,
                                      uint32_t /*flag*/) {
+  if (stream == nullptr) {
+    return fail(ACL_ERROR_INVALID_PARAM, "aclrtCreateStream: null stream");
+  }
   int index = 0;
   if (const aclError status = device_of_thread("aclrtCreateStream", &index)) {
     return status;
@@ -650,6 +653,9 @@ aclError aclrtSynchronizeStream(aclrtStream stream) {
 }
 
 aclError aclrtStreamQuery(aclrtStream stream, aclrtStreamStatus* status) {
+  if (status == nullptr) {
+    return fail(ACL_ERROR_INVALID_PARAM, "aclrtStreamQuery: null status");
+  }
   int index = 0;
   if (const aclError error = device_of_thread("aclrtStreamQuery", &index)) {
     return error;
@@ -683,6 +689,10 @@ aclError aclrtCreateEventWithFlag(aclrtEvent* event, uint32_t flag) {
     return fail(ACL_ERROR_UNINITIALIZE,
                 "aclrtCreateEventWithFlag: aclInit has not been called");
   }
+  if (event == nullptr) {
+    return fail(ACL_ERROR_INVALID_PARAM,
+                "aclrtCreateEventWithFlag: null event");
+  }
   if (injected_fault("aclrtCreateEventWithFlag")) {
     return ACL_ERROR_RT_INTERNAL_ERROR;
   }
@@ -706,6 +716,9 @@ aclError aclrtRecordEvent(aclrtEvent event, aclrtStream stream) {
   if (const aclError status = device_of_thread("aclrtRecordEvent", &index)) {
     return status;
   }
+  if (event == nullptr) {
+    return fail(ACL_ERROR_INVALID_PARAM, "aclrtRecordEvent: null event");
+  }
   if (injected_fault("aclrtRecordEvent")) {
     return ACL_ERROR_RT_INTERNAL_ERROR;
   }
@@ -726,6 +739,10 @@ aclError aclrtRecordEvent(aclrtEvent event, aclrtStream stream) {
 
 aclError aclrtQueryEventStatus(aclrtEvent event,
                                aclrtEventRecordedStatus* status) {
+  if (event == nullptr || status == nullptr) {
+    return fail(ACL_ERROR_INVALID_PARAM,
+                "aclrtQueryEventStatus: null event or status");
+  }
   const auto marker = static_cast<Event*>(event)->marker();
   *status = marker != nullptr && marker->done.load()
                 ? ACL_EVENT_RECORDED_STATUS_COMPLETE
@@ -734,6 +751,9 @@ aclError aclrtQueryEventStatus(aclrtEvent event,
 }
 
 aclError aclrtSynchronizeEvent(aclrtEvent event) {
+  if (event == nullptr) {
+    return fail(ACL_ERROR_INVALID_PARAM, "aclrtSynchronizeEvent: null event");
+  }
   if (injected_fault("aclrtSynchronizeEvent")) {
     return ACL_ERROR_RT_INTERNAL_ERROR;
   }
@@ -750,6 +770,9 @@ aclError aclrtStreamWaitEvent(aclrtStream stream, aclrtEvent event) {
           device_of_thread("aclrtStreamWaitEvent", &index)) {
     return status;
   }
+  if (event == nullptr) {
+    return fail(ACL_ERROR_INVALID_PARAM, "aclrtStreamWaitEvent: null event");
+  }
   const auto marker = static_cast<Event*>(event)->marker();
   if (marker == nullptr) {
     return ACL_SUCCESS;
@@ -765,6 +788,10 @@ aclError aclrtEventElapsedTime(float* ms, aclrtEvent startEvent,
                                aclrtEvent endEvent) {
   auto* start = static_cast<Event*>(startEvent);
   auto* end = static_cast<Event*>(endEvent);
+  if (ms == nullptr || start == nullptr || end == nullptr) {
+    return fail(ACL_ERROR_INVALID_PARAM,
+                "aclrtEventElapsedTime: null result or event");
+  }
   if (!start->timing || !end->timing) {
     return fail(
         ACL_ERROR_INVALID_PARAM,

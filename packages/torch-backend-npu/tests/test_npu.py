@@ -117,3 +117,25 @@ def test_kernel_uses_workspace_from_core_allocator() -> None:
         "print(torch.allclose((a.npu() @ b.npu()).cpu(), a @ b, atol=1e-5))\n"
     )
     assert out.split() == ["True"]
+
+
+def test_emulator_refuses_null_handles_as_acl_does() -> None:
+    # The emulator stands in for CANN in CI: a null handle or result pointer must be ACL's
+    # ACL_ERROR_INVALID_PARAM (100000) with a recent-error message, never a crash.
+    out = run(
+        "import ctypes, os\n"
+        "acl = ctypes.CDLL(os.path.join(os.environ['ASCEND_HOME_PATH'], 'lib64', 'libascendcl.so'))\n"
+        "acl.aclGetRecentErrMsg.restype = ctypes.c_char_p\n"
+        "assert acl.aclInit(None) in (0, 100002)\n"
+        "assert acl.aclrtSetDevice(0) == 0\n"
+        "event = ctypes.c_void_p()\n"
+        "assert acl.aclrtCreateEventWithFlag(ctypes.byref(event), 0) == 0\n"
+        "calls = [acl.aclrtQueryEventStatus(None, ctypes.byref(ctypes.c_int())),\n"
+        "         acl.aclrtQueryEventStatus(event, None), acl.aclrtSynchronizeEvent(None),\n"
+        "         acl.aclrtRecordEvent(None, None), acl.aclrtStreamWaitEvent(None, None),\n"
+        "         acl.aclrtEventElapsedTime(None, event, event), acl.aclrtStreamQuery(None, None),\n"
+        "         acl.aclrtCreateStream(None), acl.aclrtCreateEventWithFlag(None, 0)]\n"
+        "print(calls, acl.aclGetRecentErrMsg().decode())\n"
+    )
+    codes = "[" + ", ".join(["100000"] * 9) + "]"
+    assert out.splitlines()[-1] == f"{codes} EE9999: [acl emulator] aclrtCreateEventWithFlag: null event"
