@@ -25,8 +25,10 @@ OTHER_TORCH = {"2.11": "2.11.0", "2.15": "2.15.0"}
 NUMPY = "numpy==2.4.6"
 TORCH = [f"torch=={DEFAULT_TORCH}", NUMPY]
 # cuBLAS's headers and library for the gpu backend's build (the CUDA toolkit
-# here has none), from the wheel its package depends on at run time.
-CUBLAS = "nvidia-cublas==13.10.0.20"
+# here has none), from the wheel its package depends on at run time: the
+# release torch 2.11's CUDA build takes (the GPU machines' torch). CUDA builds
+# of torch pin their own, so the compat sessions take theirs.
+CUBLAS = "nvidia-cublas==13.1.0.3"
 HATCHLING = "hatchling==1.33.0"
 BUILD_TOOLS = [HATCHLING, CUBLAS]
 TEST_TOOLS = ["pytest==9.0.3", "expecttest==0.3.0"]
@@ -126,6 +128,39 @@ def run_conformance_kit(session: nox.Session, backend: str, env: dict[str, str])
 
 
 make_tests_session("fake")
+
+
+# With `-j 2`, after tests-fake (alone) the sessions below start in the order
+# they are defined here: the longest first, so the two workers finish together.
+
+@nox.session(tags=["ci"], allow_parallel=True)
+@nox.parametrize("torch", list(OTHER_TORCH))
+def compat(session: nox.Session, torch: str) -> None:
+    """On another supported torch release: wheels built against it, their check, and fake's suite on them."""
+    torch_version = OTHER_TORCH[torch]
+    system_deps(session)
+    session.install(f"torch=={torch_version}", NUMPY, HATCHLING, *TEST_TOOLS)
+    dist = build_wheels(session, torch_version)
+    # The suite runs on the installed wheels (no editable sources on sys.path).
+    session.install("--no-deps", "--force-reinstall", *map(str, dist.glob("*.whl")))
+    tests = PACKAGES / BACKENDS["fake"] / "tests"
+    # The exit stress test at a fifth of its counts: it ran in full on the default torch.
+    env = {"TORCH_BACKEND": "fake", "TORCH_BACKEND_EXIT_RUNS": "12"}
+    session.run(
+        "pytest", str(tests), str(ROOT / "tests"), "--ignore", str(tests / "test_kernels.py"), *session.posargs, env=env
+    )  # fmt: skip
+    # The kit as the core wheel ships it.
+    run_conformance_kit(session, "fake", env)
+    check_wheels(session, dist, torch_version)
+
+
+@nox.session(tags=["ci"], allow_parallel=True)
+def wheels(session: nox.Session) -> None:
+    """Build platform wheels, install them in a fresh venv with torch, and use them away from the source tree;
+    there `python -m torch_backend new` writes a backend, which builds, installs and passes the conformance kit."""
+    system_deps(session)
+    session.install(*TORCH, *BUILD_TOOLS)
+    check_wheels(session, build_wheels(session, DEFAULT_TORCH), DEFAULT_TORCH, CUBLAS, kit=True)
 
 
 @nox.session(name="tests-gpu", tags=["ci", "tests"], allow_parallel=True)
@@ -247,40 +282,10 @@ def build_wheels(session: nox.Session, torch_version: str) -> Path:
     return dist
 
 
-def check_wheels(session: nox.Session, dist: Path, torch_version: str, kit: bool = False) -> None:
+def check_wheels(session: nox.Session, dist: Path, torch_version: str, *extra: str, kit: bool = False) -> None:
     # hatchling too: the check builds a scaffolded backend outside the repo with core's build hook;
     # with `kit`, that backend runs the conformance kit in the fresh venv.
     session.run(
-        "python", str(ROOT / "ci" / "check_wheels.py"), str(dist), f"torch=={torch_version}", NUMPY, *BUILD_TOOLS,
+        "python", str(ROOT / "ci" / "check_wheels.py"), str(dist), f"torch=={torch_version}", NUMPY, HATCHLING, *extra,
         *(["--kit", *TEST_TOOLS] if kit else []),
     )  # fmt: skip
-
-
-@nox.session(tags=["ci"], allow_parallel=True)
-def wheels(session: nox.Session) -> None:
-    """Build platform wheels, install them in a fresh venv with torch, and use them away from the source tree;
-    there `python -m torch_backend new` writes a backend, which builds, installs and passes the conformance kit."""
-    system_deps(session)
-    session.install(*TORCH, *BUILD_TOOLS)
-    check_wheels(session, build_wheels(session, DEFAULT_TORCH), DEFAULT_TORCH, kit=True)
-
-
-@nox.session(tags=["ci"], allow_parallel=True)
-@nox.parametrize("torch", list(OTHER_TORCH))
-def compat(session: nox.Session, torch: str) -> None:
-    """On another supported torch release: wheels built against it, their check, and fake's suite on them."""
-    torch_version = OTHER_TORCH[torch]
-    system_deps(session)
-    session.install(f"torch=={torch_version}", NUMPY, *BUILD_TOOLS, *TEST_TOOLS)
-    dist = build_wheels(session, torch_version)
-    # The suite runs on the installed wheels (no editable sources on sys.path).
-    session.install("--no-deps", "--force-reinstall", *map(str, dist.glob("*.whl")))
-    tests = PACKAGES / BACKENDS["fake"] / "tests"
-    # The exit stress test at a fifth of its counts: it ran in full on the default torch.
-    env = {"TORCH_BACKEND": "fake", "TORCH_BACKEND_EXIT_RUNS": "12"}
-    session.run(
-        "pytest", str(tests), str(ROOT / "tests"), "--ignore", str(tests / "test_kernels.py"), *session.posargs, env=env
-    )  # fmt: skip
-    # The kit as the core wheel ships it.
-    run_conformance_kit(session, "fake", env)
-    check_wheels(session, dist, torch_version)
