@@ -133,6 +133,7 @@ make_tests_session("fake")
 # With `-j 2`, after tests-fake (alone) the sessions below start in the order
 # they are defined here: the longest first, so the two workers finish together.
 
+
 @nox.session(tags=["ci"], allow_parallel=True)
 @nox.parametrize("torch", list(OTHER_TORCH))
 def compat(session: nox.Session, torch: str) -> None:
