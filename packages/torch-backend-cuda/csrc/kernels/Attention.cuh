@@ -200,11 +200,11 @@ struct StoreGradFn {
   }
 };
 
-template <typename T>
-AttentionRows<T> rows_of(const TensorView& query, const TensorView& key,
-                         const TensorView& value, const TensorView& bias,
-                         double scale, bool is_causal) {
-  return {query, key, value, bias, scale, is_causal};
+// The rows of a forward or backward call (both carry these fields).
+template <typename T, typename Call>
+AttentionRows<T> rows_of(const Call& call) {
+  return {call.query, call.key,   call.value,
+          call.bias,  call.scale, call.is_causal};
 }
 
 template <typename T>
@@ -213,9 +213,7 @@ struct AttentionJob {
     if constexpr (!is_floating<T>) {
       return kNotSupported;
     } else {
-      const AttentionFn<T> fn{rows_of<T>(call.query, call.key, call.value,
-                                         call.bias, call.scale, call.is_causal),
-                              call.out, call.logsumexp};
+      const AttentionFn<T> fn{rows_of<T>(call), call.out, call.logsumexp};
       const std::int64_t count =
           call.query.sizes[0] * call.query.sizes[1] * call.query.sizes[2];
       return launch_each(ctx, count, fn);
@@ -231,9 +229,7 @@ struct AttentionBackwardJob {
       return kNotSupported;
     } else {
       using C = Compute<T>;
-      const AttentionRows<T> rows =
-          rows_of<T>(call.query, call.key, call.value, call.bias, call.scale,
-                     call.is_causal);
+      const AttentionRows<T> rows = rows_of<T>(call);
       const std::int64_t batch = call.query.sizes[0], heads = rows.heads(),
                          keys = rows.keys();
       const std::int64_t key_count = batch * heads * keys * rows.width();

@@ -105,11 +105,6 @@ Status dispatch(DType dtype, Args&&... args) {
   return kNotSupported;
 }
 
-inline bool is_floating_dtype(DType dtype) {
-  return dtype == DType::Float16 || dtype == DType::BFloat16 ||
-         dtype == DType::Float32 || dtype == DType::Float64;
-}
-
 // ---- math in the compute type (float or double), host and device --------
 
 template <typename C>
@@ -291,6 +286,26 @@ template <int N>
 IndexMap<N> map_all(const TensorView* const (&views)[N]) {
   return map_dims(views, -1);
 }
+
+// Rows of `views` along `dim`: the map over the other dimensions, and each
+// view's stride along dim.
+template <int N>
+struct Rows {
+  IndexMap<N> map;
+  std::int64_t length = 1;
+  std::int64_t step[N] = {};
+
+  Rows(const TensorView* const (&views)[N], std::int32_t dim)
+      : map(map_dims(views, views[0]->dim > 0 ? dim : -1)) {
+    if (views[0]->dim > 0) {
+      length = views[0]->sizes[dim];
+      for (int k = 0; k < N; ++k) {
+        step[k] = views[k]->strides[dim];
+      }
+    }
+  }
+  std::int64_t count() const { return length == 0 ? 0 : map.count(); }
+};
 
 template <typename T>
 T* data_of(const TensorView& view) {

@@ -307,18 +307,18 @@ inline Status variance(const KernelContext& ctx,
 
 template <typename T, bool Max>
 struct ArgReduceFn {
-  IndexMap<3> rows;  // in, indices, values (indices again when absent)
-  std::int64_t length, step;
+  Rows<3> rows;  // in, indices, values (indices again when absent)
   const T* in;
   std::int64_t* indices;
   T* values;
 
   GPU_HD void operator()(std::int64_t row) const {
     std::int64_t at[3];
-    rows.offsets(row, at);
+    rows.map.offsets(row, at);
+    const std::int64_t step = rows.step[0];
     std::int64_t best_index = 0;
     Compute<T> best = load(in[at[0]]);
-    for (std::int64_t j = 1; j < length && !is_nan(best); ++j) {
+    for (std::int64_t j = 1; j < rows.length && !is_nan(best); ++j) {
       const Compute<T> x = load(in[at[0] + j * step]);
       if (is_nan(x) || (Max ? x > best : x < best)) {
         best = x;
@@ -341,14 +341,11 @@ struct ArgReduceJob {
                       std::int32_t dim) {
       const TensorView& kept = values.data != nullptr ? values : indices;
       const TensorView* views[3] = {&in, &indices, &kept};
-      ArgReduceFn<T, Max> fn{};
-      fn.rows = map_dims(views, in.dim > 0 ? dim : -1);
-      fn.length = in.dim > 0 ? in.sizes[dim] : 1;
-      fn.step = in.dim > 0 ? in.strides[dim] : 0;
-      fn.in = data_of<const T>(in);
-      fn.indices = data_of<std::int64_t>(indices);
-      fn.values = values.data != nullptr ? data_of<T>(values) : nullptr;
-      return launch_each(ctx, fn.length == 0 ? 0 : fn.rows.count(), fn);
+      const ArgReduceFn<T, Max> fn{
+          Rows<3>(views, dim), data_of<const T>(in),
+          data_of<std::int64_t>(indices),
+          values.data != nullptr ? data_of<T>(values) : nullptr};
+      return launch_each(ctx, fn.rows.count(), fn);
     }
   };
 };

@@ -7,26 +7,6 @@
 
 namespace gpu {
 
-// Rows of `views` along `dim`: the map over the other dimensions, and each
-// view's stride along dim.
-template <int N>
-struct Rows {
-  IndexMap<N> map;
-  std::int64_t length = 1;
-  std::int64_t step[N] = {};
-
-  Rows(const TensorView* const (&views)[N], std::int32_t dim)
-      : map(map_dims(views, views[0]->dim > 0 ? dim : -1)) {
-    if (views[0]->dim > 0) {
-      length = views[0]->sizes[dim];
-      for (int k = 0; k < N; ++k) {
-        step[k] = views[k]->strides[dim];
-      }
-    }
-  }
-  std::int64_t count() const { return length == 0 ? 0 : map.count(); }
-};
-
 template <typename T, bool Log>
 struct SoftmaxFn {
   Rows<2> rows;  // out, in
