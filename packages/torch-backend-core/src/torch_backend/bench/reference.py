@@ -40,11 +40,12 @@ class Sizes:
     matmul: int
     copy_bytes: int
     mlp: tuple[int, int, int]  # width, hidden, batch
-    gpt: tuple[int, int, int, int]  # model width, layers, sequence, batch
+    cnn: tuple[int, int, int]  # channels, batch, image side
+    gpt: tuple[int, int, int, int, int]  # model width, layers, sequence, batch, vocabulary
 
 
-FULL = Sizes(64 << 20, 4096, 256 << 20, (1024, 4096, 512), (512, 6, 256, 16))
-QUICK = Sizes(1 << 12, 64, 1 << 16, (32, 64, 16), (32, 2, 16, 2))
+FULL = Sizes(64 << 20, 4096, 256 << 20, (1024, 4096, 512), (32, 64, 32), (512, 6, 256, 16, 8192))
+QUICK = Sizes(1 << 12, 64, 1 << 16, (32, 64, 16), (4, 2, 8), (32, 2, 16, 2, 64))
 
 
 def _repeat(fn: Step, times: int) -> Step:
@@ -118,13 +119,12 @@ def mlp_adamw(device: torch.device, sizes: Sizes) -> Step:
 
 def cnn(device: torch.device, sizes: Sizes) -> Step:
     torch.manual_seed(0)
-    channels = 32 if sizes is FULL else 4
+    channels, batch, side = sizes.cnn
     model = nn.Sequential(
         nn.Conv2d(3, channels, 3, padding=1), nn.BatchNorm2d(channels), nn.ReLU(), nn.MaxPool2d(2),
         nn.Conv2d(channels, 2 * channels, 3, padding=1), nn.BatchNorm2d(2 * channels), nn.ReLU(),
         nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(2 * channels, 10),
     ).to(device)  # fmt: skip
-    batch, side = (64, 32) if sizes is FULL else (2, 8)
     data = (torch.randn(batch, 3, side, side, device=device), torch.randint(0, 10, (batch,), device=device))
     return _train(model, lambda: data, nn.CrossEntropyLoss())
 
@@ -151,8 +151,7 @@ class TinyGPT(nn.Module):
 
 def gpt(device: torch.device, sizes: Sizes) -> Step:
     torch.manual_seed(0)
-    width, layers, sequence, batch = sizes.gpt
-    vocab = 8192 if sizes is FULL else 64
+    width, layers, sequence, batch, vocab = sizes.gpt
     model = TinyGPT(vocab, width, layers, sequence).to(device)
     ids = torch.randint(0, vocab, (batch, sequence + 1), device=device)
     data = (ids[:, :-1].contiguous(), ids[:, 1:].flatten())
