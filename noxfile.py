@@ -1,8 +1,19 @@
 """Developer and CI sessions. Fresh machine: `pip install nox && nox -t ci -j 2` (tests), `nox -s demo`.
 
-With `-j 2` the sessions marked allow_parallel run two at a time (CI's two
-cores: their tests are mostly single-threaded); tests-fake, whose process-exit
-stress test keeps a core busy on purpose, runs alone.
+CI's layout (`nox -t ci -j 2`, two sessions at a time on CI's two cores):
+
+- `build` makes one virtualenv with the default torch and editable installs of
+  every package (npu against the ACL emulator, gpu's kernels by nvcc) and runs
+  core's GoogleTest suite. The default-torch test sessions (tests-*, opinfo-*,
+  exit-stress, bench-smoke) require it and run in that virtualenv: one build
+  and one torch install for all of them, and each of them small enough that
+  the two workers stay busy until the end.
+- `compat`, `wheels`, `lint` and `docs` have virtualenvs of their own.
+- ccache is shared by every session and every clone (CCACHE_BASEDIR is the
+  repository, so its paths are relative to the build folder): a package built
+  editable and as a wheel, or in another clone, compiles once per torch
+  release and compiler flags. ccache keys objects by the preprocessed sources
+  and the flags, so it never hands one torch's objects to another's build.
 
 Sessions reuse their virtualenvs, so only the first run installs torch.
 C++ packages are built with `--no-build-isolation` against the pinned torch.
@@ -10,6 +21,8 @@ C++ packages are built with `--no-build-isolation` against the pinned torch.
 
 from __future__ import annotations
 
+import os
+from collections.abc import Callable
 from pathlib import Path
 
 import nox
@@ -35,27 +48,24 @@ TEST_TOOLS = ["pytest==9.0.3", "expecttest==0.3.0"]
 DOCS_TOOLS = ["sphinx==9.0.4", "myst-parser==5.2.0"]
 # Device name -> package folder.
 BACKENDS = {"fake": "torch-backend-fake", "npu": "torch-backend-npu", "gpu": "torch-backend-cuda"}
+FAKE_TESTS = PACKAGES / BACKENDS["fake"] / "tests"
+# fake with its device kernels on and its memory discrete (host code may not
+# address it): the paths npu and gpu take (device kernels through core's kernel
+# layer, copy fallback for the rest, staged copies, pinned collectives).
+DISCRETE = {"TORCH_BACKEND_FAKE_DISCRETE": "1", "TORCH_BACKEND_FAKE_KERNELS": "1"}
 
 nox.options.reuse_venv = "yes"
 
 nox.options.sessions = ["lint", "tests-fake"]
 WHEEL_PACKAGES = ("torch-backend-core", *BACKENDS.values())
+# Compiler command lines name sources relative to the build folder, so ccache
+# serves a package's second build (editable, wheel, another clone) from the first.
+os.environ.setdefault("CCACHE_BASEDIR", str(ROOT))
 
 
 def system_deps(session: nox.Session) -> None:
     """cmake, ninja, ccache and GoogleTest from Debian, installed when missing."""
     session.run("bash", str(ROOT / "ci" / "install-system-deps.sh"), external=True)
-
-
-def install_packages(session: nox.Session, *folders: str, editable: bool = True) -> None:
-    session.install(*TORCH, *BUILD_TOOLS)
-    # Core first: backends build with the hatch plugin core installs, as they would outside this repo.
-    for group in (["torch-backend-core"], folders):
-        args = []
-        for folder in group:
-            args += ["-e", str(PACKAGES / folder)] if editable else [str(PACKAGES / folder)]
-        if args:
-            session.install("--no-build-isolation", *args)
 
 
 def run_cpp_tests(session: nox.Session) -> None:
@@ -68,115 +78,6 @@ def run_cpp_tests(session: nox.Session) -> None:
     )  # fmt: skip
     session.run("cmake", "--build", str(build), external=True)
     session.run("ctest", "--test-dir", str(build), "--output-on-failure", external=True)
-
-
-def make_tests_session(backend: str) -> None:
-    @nox.session(name=f"tests-{backend}", tags=["ci", "tests"])
-    def tests(session: nox.Session) -> None:
-        system_deps(session)
-        install_packages(session, *BACKENDS.values())
-        session.install(*TEST_TOOLS)
-        run_cpp_tests(session)
-        package_tests = PACKAGES / BACKENDS[backend] / "tests"
-        paths = [str(p) for p in (package_tests, ROOT / "tests") if p.is_dir()]
-        kernel_tests = package_tests / "test_kernels.py"
-        env = {"TORCH_BACKEND": backend}
-        session.run("pytest", *paths, "--ignore", str(kernel_tests), *session.posargs, env=env)
-        run_conformance_kit(session, backend, env)
-        if backend == "fake":
-            # Again with fake's device kernels on and its memory discrete (host
-            # code may not address it): the paths npu and gpu take (device kernels
-            # through core's kernel layer, copy fallback for the rest, staged
-            # copies, pinned collectives).
-            discrete = env | {
-                "TORCH_BACKEND_FAKE_DISCRETE": "1",
-                "TORCH_BACKEND_FAKE_KERNELS": "1",
-                "TORCH_BACKEND_EXIT_RUNS": "12",
-            }
-            session.run("pytest", str(package_tests), *session.posargs, env=discrete)
-            run_conformance_kit(session, backend, discrete)
-            # In this session's venv rather than the opinfo session's: one
-            # torch install and one build fewer in CI.
-            run_opinfo_sweeps(session)
-        # Benchmarks are never timed tests: CI only checks that they run.
-        session.run(
-            "python", "-m", "torch_backend.bench", "--quick", "--json", str(ROOT / "build" / "bench-smoke.json"),
-            env={"TORCH_BACKEND": backend},
-        )  # fmt: skip
-        session.run("python", "-m", "torch_backend.bench.allreduce", "--quick", env={"TORCH_BACKEND": backend})
-        for quick in ("separate", "compile"):
-            session.run(
-                "python", "-m", f"torch_backend.bench.{quick}", "--quick",
-                "--json", str(ROOT / "build" / f"bench-{quick}-smoke.json"), env={"TORCH_BACKEND": backend},
-            )  # fmt: skip
-        # The benchmark against another device (gpu vs cuda on the GPU machines), here fake vs the CPU.
-        session.run(
-            "python", "-m", "torch_backend.bench.reference", "--quick", "--reference", "cpu",
-            "--json", str(ROOT / "build" / "bench-reference-smoke.json"), env={"TORCH_BACKEND": backend},
-        )  # fmt: skip
-
-
-def run_conformance_kit(session: nox.Session, backend: str, env: dict[str, str]) -> None:
-    """Core's conformance kit against the backend, with the known failures its package keeps (else core's list)."""
-    known = PACKAGES / BACKENDS[backend] / "tests" / "known_failures.json"
-    args = ["--known-failures", str(known)] if known.is_file() else []
-    # A `-k` filter may select nothing of the kit (pytest's status 5): fine then, not otherwise.
-    codes = [0, 5] if session.posargs else [0]
-    session.run(
-        "python", "-m", "torch_backend.testing", backend, *args, *session.posargs, env=env, success_codes=codes
-    )  # fmt: skip
-
-
-make_tests_session("fake")
-
-
-# With `-j 2`, after tests-fake (alone) the sessions below start in the order
-# they are defined here: the longest first, so the two workers finish together.
-
-
-@nox.session(tags=["ci"], allow_parallel=True)
-@nox.parametrize("torch", list(OTHER_TORCH))
-def compat(session: nox.Session, torch: str) -> None:
-    """On another supported torch release: wheels built against it, their check, and fake's suite on them."""
-    torch_version = OTHER_TORCH[torch]
-    system_deps(session)
-    session.install(f"torch=={torch_version}", NUMPY, HATCHLING, *TEST_TOOLS)
-    dist = build_wheels(session, torch_version)
-    # The suite runs on the installed wheels (no editable sources on sys.path).
-    session.install("--no-deps", "--force-reinstall", *map(str, dist.glob("*.whl")))
-    tests = PACKAGES / BACKENDS["fake"] / "tests"
-    # The exit stress test at a fifth of its counts: it ran in full on the default torch.
-    env = {"TORCH_BACKEND": "fake", "TORCH_BACKEND_EXIT_RUNS": "12"}
-    session.run(
-        "pytest", str(tests), str(ROOT / "tests"), "--ignore", str(tests / "test_kernels.py"), *session.posargs, env=env
-    )  # fmt: skip
-    # The kit as the core wheel ships it.
-    run_conformance_kit(session, "fake", env)
-    check_wheels(session, dist, torch_version)
-
-
-@nox.session(tags=["ci"], allow_parallel=True)
-def wheels(session: nox.Session) -> None:
-    """Build platform wheels, install them in a fresh venv with torch, and use them away from the source tree;
-    there `python -m torch_backend new` writes a backend, which builds, installs and passes the conformance kit."""
-    system_deps(session)
-    session.install(*TORCH, *BUILD_TOOLS)
-    check_wheels(session, build_wheels(session, DEFAULT_TORCH), DEFAULT_TORCH, CUBLAS, kit=True)
-
-
-@nox.session(name="tests-gpu", tags=["ci", "tests"], allow_parallel=True)
-def tests_gpu(session: nox.Session) -> None:
-    """gpu without a GPU: its CUDA kernels compiled with nvcc against cuBLAS, its GPU tests (which skip,
-    saying why), and its portable kernels compiled for the host and run through core's checks."""
-    system_deps(session)
-    session.install(*TORCH, *BUILD_TOOLS, *TEST_TOOLS)
-    session.install("--no-build-isolation", "-e", str(PACKAGES / "torch-backend-core"))
-    gpu = PACKAGES / BACKENDS["gpu"]
-    session.install("--no-build-isolation", "-e", str(gpu))
-    library = gpu / "src" / "torch_backend_cuda" / "lib" / "libtorch_backend_cuda.so"
-    if not library.is_file():
-        session.error(f"the CUDA kernels were not built ({library} missing): is the CUDA toolkit installed?")
-    session.run("pytest", str(gpu / "tests"), "-rs", *session.posargs)
 
 
 def build_acl_emulator(session: nox.Session) -> Path:
@@ -192,24 +93,193 @@ def build_acl_emulator(session: nox.Session) -> Path:
     return home
 
 
-@nox.session(name="tests-npu", tags=["ci", "tests"], allow_parallel=True)
-def tests_npu(session: nox.Session) -> None:
-    """npu over the ACL emulator (no Ascend hardware here): its own tests, core's kit, the OpInfo sweep.
+ACL_HOME = ROOT / "build" / "acl-emulator" / "ascend-toolkit" / "latest"
 
-    The package builds as against a real CANN installation: ASCEND_TOOLKIT_HOME
-    points at the emulator's toolkit layout, and every ACL and aclnn symbol
-    must resolve there at link time. It runs as with CANN's set_env.sh sourced.
+
+@nox.session(tags=["ci"], allow_parallel=True)
+def build(session: nox.Session) -> None:
+    """Every package installed editable against the default torch, in the virtualenv the test sessions use.
+
+    npu builds as against a real CANN installation: ASCEND_TOOLKIT_HOME points at
+    the ACL emulator's toolkit layout, and every ACL and aclnn symbol must resolve
+    there at link time. gpu's kernels are compiled by nvcc against cuBLAS. Then
+    core's GoogleTest suite.
     """
     system_deps(session)
-    session.install(*TORCH, HATCHLING, *TEST_TOOLS)
+    session.install(*TORCH, *BUILD_TOOLS, *TEST_TOOLS)
+    # Core first: backends build with the hatch plugin core installs, as they would outside this repo.
     session.install("--no-build-isolation", "-e", str(PACKAGES / "torch-backend-core"))
-    home = str(build_acl_emulator(session))
-    npu = PACKAGES / BACKENDS["npu"]
-    session.install("--no-build-isolation", "-e", str(npu), env={"ASCEND_TOOLKIT_HOME": home})
-    env = {"TORCH_BACKEND": "npu", "ASCEND_HOME_PATH": home}
-    session.run("pytest", str(npu / "tests"), *session.posargs, env=env)
-    run_conformance_kit(session, "npu", env)
-    session.run("python", "-m", "torch_backend.testing.opinfo", "--known", env=env)
+    home = build_acl_emulator(session)
+    backends = [arg for folder in BACKENDS.values() for arg in ("-e", str(PACKAGES / folder))]
+    session.install("--no-build-isolation", *backends, env={"ASCEND_TOOLKIT_HOME": str(home)})
+    library = PACKAGES / BACKENDS["gpu"] / "src" / "torch_backend_cuda" / "lib" / "libtorch_backend_cuda.so"
+    if not library.is_file():
+        session.error(f"the CUDA kernels were not built ({library} missing): is the CUDA toolkit installed?")
+    run_cpp_tests(session)
+
+
+def built_env_session(name: str, **kwargs: object) -> Callable:
+    """A session that runs in `build`'s virtualenv (which it requires) instead of a virtualenv of its own.
+
+    Its body gets `run(program, *args, env=...)`, which runs a program of that virtualenv.
+    """
+    bin_dir = ROOT / ".nox" / "build" / "bin"
+
+    def decorate(body: Callable) -> None:
+        @nox.session(name=name, venv_backend="none", requires=["build"], allow_parallel=True, **kwargs)
+        def session_func(session: nox.Session) -> None:
+            if not (bin_dir / "python").is_file():
+                session.error(f"no virtualenv at {bin_dir.parent}: run `nox -s build` first")
+            base = {"PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}", "VIRTUAL_ENV": str(bin_dir.parent)}
+
+            def run(program: str, *args: str, env: dict[str, str] | None = None, **options: object) -> object:
+                return session.run(str(bin_dir / program), *args, env=base | (env or {}), external=True, **options)
+
+            body(session, run)
+
+        session_func.__doc__ = body.__doc__
+
+    return decorate
+
+
+def run_conformance_kit(session: nox.Session, run: Callable, backend: str, env: dict[str, str]) -> None:
+    """Core's conformance kit against the backend, with the known failures its package keeps (else core's list)."""
+    known = PACKAGES / BACKENDS[backend] / "tests" / "known_failures.json"
+    args = ["--known-failures", str(known)] if known.is_file() else []
+    # A `-k` filter may select nothing of the kit (pytest's status 5): fine then, not otherwise.
+    codes = [0, 5] if session.posargs else [0]
+    run("python", "-m", "torch_backend.testing", backend, *args, *session.posargs, env=env, success_codes=codes)
+
+
+def session_run(session: nox.Session) -> Callable:
+    """`run` for sessions with a virtualenv of their own (the signature built_env_session bodies get)."""
+    return lambda program, *args, **options: session.run(program, *args, **options)
+
+
+# With `-j 2` the parallel sessions start in the order they are defined here
+# once what they require has finished: the longest first, so that the two
+# workers finish together. `build` and the first compat start at once.
+
+
+@nox.session(tags=["ci"], allow_parallel=True)
+@nox.parametrize("torch", list(OTHER_TORCH))
+def compat(session: nox.Session, torch: str) -> None:
+    """On another supported torch release: every wheel built against it, the kit on fake, the cross-package
+    tests (CUDA coexistence needs this CUDA build of torch) on those wheels, and the wheel check.
+
+    fake's own suite runs on the default torch only (tests-fake, tests-fake-discrete).
+    """
+    torch_version = OTHER_TORCH[torch]
+    # The exact release asked for, whatever cap the machine's pip configuration
+    # sets on torch (this one is CI's to choose; the default torch is local).
+    session.env["PIP_CONSTRAINT"] = os.devnull
+    system_deps(session)
+    session.install(f"torch=={torch_version}", NUMPY, HATCHLING, *TEST_TOOLS)
+    dist = build_wheels(session, torch_version)
+    # The tests run on the installed wheels (no editable sources on sys.path).
+    session.install("--no-deps", "--force-reinstall", *map(str, dist.glob("*.whl")))
+    # The kit as the core wheel ships it.
+    run_conformance_kit(session, session_run(session), "fake", {"TORCH_BACKEND": "fake"})
+    session.run("pytest", str(ROOT / "tests"), *session.posargs, env={"TORCH_BACKEND": "fake"})
+    check_wheels(session, dist, torch_version)
+
+
+@built_env_session("tests-fake", tags=["ci", "tests"])
+def tests_fake(session: nox.Session, run: Callable) -> None:
+    """fake's own tests, the cross-package tests and the conformance kit, fake's memory host-addressable.
+
+    `-- <pytest args>` pass through to both. The exit stress test has its own session (exit-stress).
+    """
+    env = {"TORCH_BACKEND": "fake"}
+    run(
+        "pytest", str(FAKE_TESTS), str(ROOT / "tests"),
+        "--ignore", str(FAKE_TESTS / "test_kernels.py"), "--ignore", str(FAKE_TESTS / "test_process_exit.py"),
+        *session.posargs, env=env,
+    )  # fmt: skip
+    run_conformance_kit(session, run, "fake", env)
+
+
+@built_env_session("tests-fake-discrete", tags=["ci", "tests"])
+def tests_fake_discrete(session: nox.Session, run: Callable) -> None:
+    """fake's own tests (its kernel tests included) and the kit with fake's device kernels on and its memory
+    discrete: the paths npu and gpu take. `-- <pytest args>` pass through to both."""
+    env = {"TORCH_BACKEND": "fake", **DISCRETE}
+    run("pytest", str(FAKE_TESTS), "--ignore", str(FAKE_TESTS / "test_process_exit.py"), *session.posargs, env=env)
+    run_conformance_kit(session, run, "fake", env)
+
+
+@built_env_session("exit-stress", tags=["ci", "tests"])
+def exit_stress(session: nox.Session, run: Callable) -> None:
+    """The process-exit stress test (fake/tests/test_process_exit.py) in both of fake's memory modes.
+
+    Every exit status is asserted. In host memory at full count (the training exit 60 times: a 5% failure
+    rate shows with 95% probability, 0.95**60 < 0.05); in discrete memory at a fifth of it.
+    """
+    test = str(FAKE_TESTS / "test_process_exit.py")
+    run("pytest", test, *session.posargs, env={"TORCH_BACKEND": "fake"})
+    run("pytest", test, *session.posargs, env={"TORCH_BACKEND": "fake", **DISCRETE, "TORCH_BACKEND_EXIT_RUNS": "12"})
+
+
+def run_opinfo_sweep(session: nox.Session, run: Callable, kernels: bool) -> None:
+    # core's list: fake fails only what no backend passes on core's fallback.
+    env = {"TORCH_BACKEND": "fake", **({"TORCH_BACKEND_FAKE_KERNELS": "1"} if kernels else {})}
+    run("python", "-m", "torch_backend.testing.opinfo", "--known", *session.posargs, env=env)
+
+
+@built_env_session("opinfo-kernels", tags=["ci", "tests"])
+def opinfo_kernels(session: nox.Session, run: Callable) -> None:
+    """OpInfo sweep on fake with its device kernels on: the kernel layer must keep every sample equal to CPU."""
+    run_opinfo_sweep(session, run, kernels=True)
+
+
+@built_env_session("opinfo-fallback", tags=["ci", "tests"])
+def opinfo_fallback(session: nox.Session, run: Callable) -> None:
+    """OpInfo sweep on fake vs CPU through core's CPU fallback: >= 99% equal, failures as core lists."""
+    run_opinfo_sweep(session, run, kernels=False)
+
+
+@nox.session(tags=["ci"], allow_parallel=True)
+def wheels(session: nox.Session) -> None:
+    """Build platform wheels, install them in a fresh venv with torch, and use them away from the source tree;
+    there `python -m torch_backend new` writes a backend, which builds, installs and passes the conformance kit."""
+    system_deps(session)
+    session.install(*TORCH, *BUILD_TOOLS)
+    check_wheels(session, build_wheels(session, DEFAULT_TORCH), DEFAULT_TORCH, CUBLAS, kit=True)
+
+
+@built_env_session("tests-npu", tags=["ci", "tests"])
+def tests_npu(session: nox.Session, run: Callable) -> None:
+    """npu over the ACL emulator (no Ascend hardware here): its own tests, core's kit, the OpInfo sweep.
+
+    npu was built against the emulator's toolkit (`build`); it runs as with CANN's set_env.sh sourced.
+    """
+    env = {"TORCH_BACKEND": "npu", "ASCEND_HOME_PATH": str(ACL_HOME)}
+    run("pytest", str(PACKAGES / BACKENDS["npu"] / "tests"), *session.posargs, env=env)
+    run_conformance_kit(session, run, "npu", env)
+    run("python", "-m", "torch_backend.testing.opinfo", "--known", env=env)
+
+
+@built_env_session("tests-gpu", tags=["ci", "tests"])
+def tests_gpu(session: nox.Session, run: Callable) -> None:
+    """gpu without a GPU: its CUDA kernels compiled with nvcc against cuBLAS (`build`), its GPU tests (which
+    skip, saying why), and its portable kernels compiled for the host and run through core's checks."""
+    run("pytest", str(PACKAGES / BACKENDS["gpu"] / "tests"), "-rs", *session.posargs)
+
+
+@built_env_session("bench-smoke", tags=["ci"])
+def bench_smoke(session: nox.Session, run: Callable) -> None:
+    """Every benchmark in its quick mode on fake: benchmarks are never timed tests, CI checks that they run."""
+    env = {"TORCH_BACKEND": "fake"}
+    out = ROOT / "build"
+    run("python", "-m", "torch_backend.bench", "--quick", "--json", str(out / "bench-smoke.json"), env=env)
+    run("python", "-m", "torch_backend.bench.allreduce", "--quick", env=env)
+    for quick in ("separate", "compile"):
+        run("python", "-m", f"torch_backend.bench.{quick}", "--quick", "--json", str(out / f"bench-{quick}-smoke.json"), env=env)
+    # The benchmark against another device (gpu vs cuda on the GPU machines), here fake vs the CPU.
+    run(
+        "python", "-m", "torch_backend.bench.reference", "--quick", "--reference", "cpu",
+        "--json", str(out / "bench-reference-smoke.json"), env=env,
+    )  # fmt: skip
 
 
 @nox.session(tags=["ci"], allow_parallel=True)
@@ -230,45 +300,23 @@ def docs(session: nox.Session) -> None:
 
 @nox.session
 def demo(session: nox.Session) -> None:
-    """Train a small model on the best available device (fake here) and print losses."""
+    """Train a small model on the best available device (fake here) and print losses (core and fake only)."""
     system_deps(session)
-    install_packages(session, "torch-backend-fake")
+    session.install(*TORCH, HATCHLING)
+    for folder in ("torch-backend-core", BACKENDS["fake"]):
+        session.install("--no-build-isolation", "-e", str(PACKAGES / folder))
     session.run("python", str(ROOT / "examples" / "demo_train.py"))
 
 
-def run_opinfo_sweeps(session: nox.Session, *args: str) -> None:
-    sweep = ["python", "-m", "torch_backend.testing.opinfo"]
-    known = ["--known"]  # core's list: fake fails only what no backend passes on core's fallback
-    session.run(*sweep, *known, *args, env={"TORCH_BACKEND": "fake"})
-    # Again with fake's device kernels on: the kernel layer must keep every sample equal to CPU.
-    session.run(*sweep, *known, *args, env={"TORCH_BACKEND": "fake", "TORCH_BACKEND_FAKE_KERNELS": "1"})
-
-
-@nox.session
-def opinfo(session: nox.Session) -> None:
-    """OpInfo sweep on fake vs CPU, with and without fake's device kernels: >= 99% equal, failures as core lists.
-
-    CI runs the sweeps at the end of tests-fake; this session runs them alone (`-- ARGS` pass through).
-    """
-    system_deps(session)
-    install_packages(session, *BACKENDS.values())
-    session.install(*TEST_TOOLS)
-    run_opinfo_sweeps(session, *session.posargs)
-
-
-@nox.session
-def bench(session: nox.Session) -> None:
+@built_env_session("bench")
+def bench(session: nox.Session, run: Callable) -> None:
     """Device-vs-CPU benchmarks, measured side by side (`-- --device NAME --json PATH` pass through)."""
-    system_deps(session)
-    install_packages(session, *BACKENDS.values())
-    session.install("matplotlib==3.11.2")
-    session.run("python", "-m", "torch_backend.bench", *session.posargs)
-    allreduce_json = ROOT / "docs" / "bench" / "allreduce.json"
-    session.run("python", "-m", "torch_backend.bench.allreduce", "--json", str(allreduce_json))
-    session.run(
-        "python", "-m", "torch_backend.bench.separate", "--json", str(ROOT / "docs" / "bench" / "separate.json")
-    )
-    session.run("python", "-m", "torch_backend.bench.compile", "--json", str(ROOT / "docs" / "bench" / "compile.json"))
+    run("python", "-m", "pip", "install", "matplotlib==3.11.2")
+    run("python", "-m", "torch_backend.bench", *session.posargs)
+    bench_dir = ROOT / "docs" / "bench"
+    run("python", "-m", "torch_backend.bench.allreduce", "--json", str(bench_dir / "allreduce.json"))
+    run("python", "-m", "torch_backend.bench.separate", "--json", str(bench_dir / "separate.json"))
+    run("python", "-m", "torch_backend.bench.compile", "--json", str(bench_dir / "compile.json"))
 
 
 def build_wheels(session: nox.Session, torch_version: str) -> Path:

@@ -15,5 +15,16 @@ find_program(TORCH_BACKEND_CCACHE ccache)
 if(TORCH_BACKEND_CCACHE)
   set(CMAKE_CXX_COMPILER_LAUNCHER "${TORCH_BACKEND_CCACHE}")
 endif()
+# With CCACHE_BASEDIR set (CI sets the repository), ccache hands the compiler
+# source paths relative to the build folder ("../../csrc/x.cpp"), so that the
+# same sources built in another folder or clone are the same compilations.
+# __FILE__ follows; map that relative prefix to the package's folder name, as
+# an absolute path reads from csrc/'s parent on (runtime/Warn.h's source_name).
+file(RELATIVE_PATH _torch_backend_source_from_build "${CMAKE_BINARY_DIR}" "${CMAKE_SOURCE_DIR}")
+get_filename_component(_torch_backend_source_name "${CMAKE_SOURCE_DIR}" NAME)
+if(_torch_backend_source_from_build)  # empty for an in-source build: no relative prefix to map
+  add_compile_options(
+    "$<$<COMPILE_LANGUAGE:CXX>:-fmacro-prefix-map=${_torch_backend_source_from_build}/=${_torch_backend_source_name}/>")
+endif()
 
 include("${CMAKE_CURRENT_LIST_DIR}/TorchBackendTorch.cmake")

@@ -97,11 +97,15 @@ class CMakeBuildHook(BuildHookInterface):
         torch_root = _package_dir("torch")
         if torch_root is None:
             raise RuntimeError("torch must be installed first: build with --no-build-isolation")
+        # ccache when present, for every package this hook builds (core's own
+        # CMakeLists.txt sets it too; backends build through core's CMake package).
+        ccache = shutil.which("ccache")
         return [
             "cmake", "-S", str(source), "-B", str(build_dir), "-G", "Ninja",
             "-DCMAKE_BUILD_TYPE=Release",
             f"-DPython_EXECUTABLE={sys.executable}",
             f"-DTORCH_ROOT={torch_root}",
+            *([f"-DCMAKE_CXX_COMPILER_LAUNCHER={ccache}"] if ccache else []),
             *extra,
         ]  # fmt: skip
 
