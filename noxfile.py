@@ -4,7 +4,7 @@ CI's layout (`nox -t ci -j 2`, two sessions at a time on CI's two cores):
 
 - `build` makes one virtualenv with the default torch and editable installs of
   every package (npu against the ACL emulator, gpu's kernels by nvcc) and runs
-  core's GoogleTest suite. The default-torch test sessions (tests-*, opinfo-*,
+  core's GoogleTest suite. The default-torch test sessions (tests-*, opinfo,
   exit-stress, bench-smoke) require it and run in that virtualenv: one build
   and one torch install for all of them, and each of them small enough that
   the two workers stay busy until the end.
@@ -158,7 +158,9 @@ def session_run(session: nox.Session) -> Callable:
 
 # With `-j 2` the parallel sessions start in the order they are defined here
 # once what they require has finished: the longest first, so that the two
-# workers finish together. `build` and the first compat start at once.
+# workers finish together (measured: compat 10-16 min each, exit-stress 11,
+# tests-fake 7, wheels 6, tests-fake-discrete 5, tests-npu 4, the rest 2 or
+# less). `build` (defined above) and the first compat start at once.
 
 
 @nox.session(tags=["ci"], allow_parallel=True)
@@ -184,6 +186,18 @@ def compat(session: nox.Session, torch: str) -> None:
     check_wheels(session, dist, torch_version)
 
 
+@built_env_session("exit-stress", tags=["ci", "tests"])
+def exit_stress(session: nox.Session, run: Callable) -> None:
+    """The process-exit stress test (fake/tests/test_process_exit.py) in both of fake's memory modes.
+
+    Every exit status is asserted. In host memory at full count (the training exit 60 times: a 5% failure
+    rate shows with 95% probability, 0.95**60 < 0.05); in discrete memory at a fifth of it.
+    """
+    test = str(FAKE_TESTS / "test_process_exit.py")
+    run("pytest", test, *session.posargs, env={"TORCH_BACKEND": "fake"})
+    run("pytest", test, *session.posargs, env={"TORCH_BACKEND": "fake", **DISCRETE, "TORCH_BACKEND_EXIT_RUNS": "12"})
+
+
 @built_env_session("tests-fake", tags=["ci", "tests"])
 def tests_fake(session: nox.Session, run: Callable) -> None:
     """fake's own tests, the cross-package tests and the conformance kit, fake's memory host-addressable.
@@ -199,45 +213,6 @@ def tests_fake(session: nox.Session, run: Callable) -> None:
     run_conformance_kit(session, run, "fake", env)
 
 
-@built_env_session("tests-fake-discrete", tags=["ci", "tests"])
-def tests_fake_discrete(session: nox.Session, run: Callable) -> None:
-    """fake's own tests (its kernel tests included) and the kit with fake's device kernels on and its memory
-    discrete: the paths npu and gpu take. `-- <pytest args>` pass through to both."""
-    env = {"TORCH_BACKEND": "fake", **DISCRETE}
-    run("pytest", str(FAKE_TESTS), "--ignore", str(FAKE_TESTS / "test_process_exit.py"), *session.posargs, env=env)
-    run_conformance_kit(session, run, "fake", env)
-
-
-@built_env_session("exit-stress", tags=["ci", "tests"])
-def exit_stress(session: nox.Session, run: Callable) -> None:
-    """The process-exit stress test (fake/tests/test_process_exit.py) in both of fake's memory modes.
-
-    Every exit status is asserted. In host memory at full count (the training exit 60 times: a 5% failure
-    rate shows with 95% probability, 0.95**60 < 0.05); in discrete memory at a fifth of it.
-    """
-    test = str(FAKE_TESTS / "test_process_exit.py")
-    run("pytest", test, *session.posargs, env={"TORCH_BACKEND": "fake"})
-    run("pytest", test, *session.posargs, env={"TORCH_BACKEND": "fake", **DISCRETE, "TORCH_BACKEND_EXIT_RUNS": "12"})
-
-
-def run_opinfo_sweep(session: nox.Session, run: Callable, kernels: bool) -> None:
-    # core's list: fake fails only what no backend passes on core's fallback.
-    env = {"TORCH_BACKEND": "fake", **({"TORCH_BACKEND_FAKE_KERNELS": "1"} if kernels else {})}
-    run("python", "-m", "torch_backend.testing.opinfo", "--known", *session.posargs, env=env)
-
-
-@built_env_session("opinfo-kernels", tags=["ci", "tests"])
-def opinfo_kernels(session: nox.Session, run: Callable) -> None:
-    """OpInfo sweep on fake with its device kernels on: the kernel layer must keep every sample equal to CPU."""
-    run_opinfo_sweep(session, run, kernels=True)
-
-
-@built_env_session("opinfo-fallback", tags=["ci", "tests"])
-def opinfo_fallback(session: nox.Session, run: Callable) -> None:
-    """OpInfo sweep on fake vs CPU through core's CPU fallback: >= 99% equal, failures as core lists."""
-    run_opinfo_sweep(session, run, kernels=False)
-
-
 @nox.session(tags=["ci"], allow_parallel=True)
 def wheels(session: nox.Session) -> None:
     """Build platform wheels, install them in a fresh venv with torch, and use them away from the source tree;
@@ -245,6 +220,15 @@ def wheels(session: nox.Session) -> None:
     system_deps(session)
     session.install(*TORCH, *BUILD_TOOLS)
     check_wheels(session, build_wheels(session, DEFAULT_TORCH), DEFAULT_TORCH, CUBLAS, kit=True)
+
+
+@built_env_session("tests-fake-discrete", tags=["ci", "tests"])
+def tests_fake_discrete(session: nox.Session, run: Callable) -> None:
+    """fake's own tests (its kernel tests included) and the kit with fake's device kernels on and its memory
+    discrete: the paths npu and gpu take. `-- <pytest args>` pass through to both."""
+    env = {"TORCH_BACKEND": "fake", **DISCRETE}
+    run("pytest", str(FAKE_TESTS), "--ignore", str(FAKE_TESTS / "test_process_exit.py"), *session.posargs, env=env)
+    run_conformance_kit(session, run, "fake", env)
 
 
 @built_env_session("tests-npu", tags=["ci", "tests"])
@@ -259,13 +243,6 @@ def tests_npu(session: nox.Session, run: Callable) -> None:
     run("python", "-m", "torch_backend.testing.opinfo", "--known", env=env)
 
 
-@built_env_session("tests-gpu", tags=["ci", "tests"])
-def tests_gpu(session: nox.Session, run: Callable) -> None:
-    """gpu without a GPU: its CUDA kernels compiled with nvcc against cuBLAS (`build`), its GPU tests (which
-    skip, saying why), and its portable kernels compiled for the host and run through core's checks."""
-    run("pytest", str(PACKAGES / BACKENDS["gpu"] / "tests"), "-rs", *session.posargs)
-
-
 @built_env_session("bench-smoke", tags=["ci"])
 def bench_smoke(session: nox.Session, run: Callable) -> None:
     """Every benchmark in its quick mode on fake: benchmarks are never timed tests, CI checks that they run."""
@@ -274,7 +251,8 @@ def bench_smoke(session: nox.Session, run: Callable) -> None:
     run("python", "-m", "torch_backend.bench", "--quick", "--json", str(out / "bench-smoke.json"), env=env)
     run("python", "-m", "torch_backend.bench.allreduce", "--quick", env=env)
     for quick in ("separate", "compile"):
-        run("python", "-m", f"torch_backend.bench.{quick}", "--quick", "--json", str(out / f"bench-{quick}-smoke.json"), env=env)
+        json_out = str(out / f"bench-{quick}-smoke.json")
+        run("python", "-m", f"torch_backend.bench.{quick}", "--quick", "--json", json_out, env=env)
     # The benchmark against another device (gpu vs cuda on the GPU machines), here fake vs the CPU.
     run(
         "python", "-m", "torch_backend.bench.reference", "--quick", "--reference", "cpu",
@@ -282,11 +260,27 @@ def bench_smoke(session: nox.Session, run: Callable) -> None:
     )  # fmt: skip
 
 
-@nox.session(tags=["ci"], allow_parallel=True)
-def lint(session: nox.Session) -> None:
-    """The pre-commit hooks (ruff, ruff-format, clang-format) over every file."""
-    session.install("pre-commit==4.7.0")
-    session.run("pre-commit", "run", "--all-files", "--show-diff-on-failure")
+@built_env_session("opinfo", tags=["ci", "tests"])
+def opinfo(session: nox.Session, run: Callable) -> None:
+    """PyTorch's OpInfo database on fake vs CPU (`-- ARGS` pass through), through core's fallback, then with
+    fake's device kernels on: >= 99% of samples equal, failures exactly as core lists (no backend passes them
+    on core's fallback); the kernel layer must keep every sample equal to CPU. Half a minute each."""
+    for kernels in ({}, {"TORCH_BACKEND_FAKE_KERNELS": "1"}):
+        run(
+            "python",
+            "-m",
+            "torch_backend.testing.opinfo",
+            "--known",
+            *session.posargs,
+            env={"TORCH_BACKEND": "fake", **kernels},
+        )
+
+
+@built_env_session("tests-gpu", tags=["ci", "tests"])
+def tests_gpu(session: nox.Session, run: Callable) -> None:
+    """gpu without a GPU: its CUDA kernels compiled with nvcc against cuBLAS (`build`), its GPU tests (which
+    skip, saying why), and its portable kernels compiled for the host and run through core's checks."""
+    run("pytest", str(PACKAGES / BACKENDS["gpu"] / "tests"), "-rs", *session.posargs)
 
 
 @nox.session(tags=["ci"], allow_parallel=True)
@@ -296,6 +290,13 @@ def docs(session: nox.Session) -> None:
     out = ROOT / "build" / "docs"
     session.run("sphinx-build", "-W", "--keep-going", "-q", "-b", "html", str(ROOT / "docs"), str(out))
     session.log(f"open {out / 'index.html'}")
+
+
+@nox.session(tags=["ci"], allow_parallel=True)
+def lint(session: nox.Session) -> None:
+    """The pre-commit hooks (ruff, ruff-format, clang-format) over every file."""
+    session.install("pre-commit==4.7.0")
+    session.run("pre-commit", "run", "--all-files", "--show-diff-on-failure")
 
 
 @nox.session

@@ -21,6 +21,7 @@ endif()
 # __FILE__ follows; map that relative prefix to the package's folder name, as
 # an absolute path reads from csrc/'s parent on (runtime/Warn.h's source_name).
 file(RELATIVE_PATH _torch_backend_source_from_build "${CMAKE_BINARY_DIR}" "${CMAKE_SOURCE_DIR}")
+string(REGEX REPLACE "/$" "" _torch_backend_source_from_build "${_torch_backend_source_from_build}")
 get_filename_component(_torch_backend_source_name "${CMAKE_SOURCE_DIR}" NAME)
 if(_torch_backend_source_from_build)  # empty for an in-source build: no relative prefix to map
   add_compile_options(

@@ -1,6 +1,6 @@
 """fake's device kernels behind core's kernel layer (torch_backend/DeviceKernels.h).
 
-Runs in the pass of `nox -s tests-fake` that sets TORCH_BACKEND_FAKE_KERNELS=1
+Runs in `nox -s tests-fake-discrete`, which sets TORCH_BACKEND_FAKE_KERNELS=1
 (with discrete memory, the path npu and gpu take); without kernels this module
 fails at once rather than passing vacuously.
 """
@@ -20,7 +20,7 @@ from torch_backend import _C
 
 KERNELS_ON = os.environ.get("TORCH_BACKEND_FAKE_KERNELS") == "1"
 if not KERNELS_ON:
-    raise RuntimeError("test_kernels.py needs TORCH_BACKEND_FAKE_KERNELS=1 (nox -s tests-fake sets it for this file)")
+    raise RuntimeError("test_kernels.py needs TORCH_BACKEND_FAKE_KERNELS=1 (nox -s tests-fake-discrete sets it)")
 
 BINARY = {
     "add": torch.add,
