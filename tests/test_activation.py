@@ -41,6 +41,23 @@ def test_privateuse1_taken_by_another_extension_is_an_error():
     assert "PrivateUse1 is already registered as 'other'" in out.stdout, out.stderr
 
 
+def test_explicit_activation_of_an_unusable_backend_names_the_call_not_the_variable():
+    code = (
+        "import torch, torch_backend\n"
+        "for name in ('npu', 'tpu'):\n"
+        "    try:\n"
+        "        torch_backend.activate(name)\n"
+        "    except RuntimeError as e:\n"
+        "        print(e)\n"
+    )
+    out = run_python(code, env={"TORCH_DEVICE_BACKEND_AUTOLOAD": "0"})
+    assert out.returncode == 0, out.stderr
+    unusable, missing = out.stdout.strip().split("\n")
+    assert unusable.startswith("torch_backend.activate('npu'): backend 'npu' is not usable: "), out.stdout
+    assert missing.startswith("torch_backend.activate('tpu'): no such backend is installed"), out.stdout
+    assert "TORCH_BACKEND" not in out.stdout
+
+
 def test_no_devices_means_not_activated():
     out = run_python(
         "import torch, torch_backend; print(torch_backend.active_backend())",

@@ -1,5 +1,6 @@
 """`python -m torch_backend` and the `torch-backend` console script."""
 
+import os
 import shutil
 import subprocess
 import sys
@@ -31,3 +32,17 @@ def test_help_lists_the_commands_and_bad_ones_fail_clearly():
     bad = subprocess.run([sys.executable, "-m", "torch_backend", "frobnicate"], capture_output=True, text=True)
     assert bad.returncode == 2
     assert "invalid choice: 'frobnicate'" in bad.stderr
+
+
+def test_a_reader_that_stops_early_ends_the_command_quietly():
+    # `python -m torch_backend ops | head`: the reader is gone before the table is written.
+    read_end, write_end = os.pipe()
+    os.close(read_end)
+    try:
+        out = subprocess.run(
+            [sys.executable, "-m", "torch_backend", "ops"], stdout=write_end, stderr=subprocess.PIPE, text=True
+        )
+    finally:
+        os.close(write_end)
+    assert "Traceback" not in out.stderr and "BrokenPipeError" not in out.stderr, out.stderr
+    assert out.returncode == 1

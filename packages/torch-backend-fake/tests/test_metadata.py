@@ -31,6 +31,16 @@ def test_pytorchs_own_api_keeps_what_it_is_given():
     assert torch_backend.tensor_metadata(tensor) == {"is_nz": 1, "legacy": 0}
 
 
+def test_pytorchs_own_api_carries_flags_and_torch_backends_carries_integers():
+    # PyTorch's map is string -> bool: an integer given to it arrives as a flag (what the README says).
+    tensor = torch.ones(2, device="fake")
+    torch._utils.set_tensor_metadata(tensor, {"format_number": 29})
+    assert torch._utils.get_tensor_metadata(tensor) == {"format_number": True}
+    torch_backend.set_tensor_metadata(tensor, "format_number", 29)
+    assert torch._utils.get_tensor_metadata(tensor)["format_number=29"] is True
+    assert torch_backend.tensor_metadata(tensor)["format_number"] == 29
+
+
 def test_numbers_round_trip():
     tensor = formatted(29)
     assert torch_backend.tensor_metadata(tensor) == {"format": 29, "nz": 1}

@@ -109,7 +109,17 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(sys.argv[1:] if argv is None else argv)
     if args.command == "new":
         return new_backend(args.name, args.dest)
-    print(ops_report() if args.command == "ops" else report())
+    return emit(ops_report() if args.command == "ops" else report())
+
+
+def emit(text: str) -> int:
+    """Prints ``text``; a reader that stops early (``| head``) ends the command quietly, as it does `ls`."""
+    try:
+        print(text, flush=True)
+    except BrokenPipeError:
+        # Python would report the pipe again when it flushes stdout at exit.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 1
     return 0
 
 

@@ -29,7 +29,7 @@ def activate(name: str | None = None) -> Backend:
             no devices.
     """
     _check_none_active()
-    info, why = choose(discover(), name)
+    info, why = choose(discover(), name, requested_by=f"torch_backend.activate({name!r})" if name else None)
     if info is None or info.backend is None:
         raise RuntimeError(why or "torch-backend: no available backend is installed")
     return activate_backend(info.backend)

@@ -61,18 +61,24 @@ def requested() -> str | None:
     return value or None
 
 
-def choose(infos: list[BackendInfo], request: str | None) -> tuple[BackendInfo | None, str]:
-    """The backend to activate and, if none, why not (empty when that is expected)."""
+def choose(
+    infos: list[BackendInfo], request: str | None, requested_by: str | None = None
+) -> tuple[BackendInfo | None, str]:
+    """The backend to activate and, if none, why not (empty when that is expected).
+
+    ``requested_by`` names where the request came from in that reason (default: the TORCH_BACKEND setting).
+    """
     if request == "none":
         return None, ""
     if request is not None:
+        source = requested_by or f"{SELECT_ENV}={request}"
         for info in infos:
             if info.name == request:
                 if info.backend is None or not info.available:
-                    return None, f"{SELECT_ENV}={request}: backend '{request}' is not usable: {info.reason}"
+                    return None, f"{source}: backend '{request}' is not usable: {info.reason}"
                 return info, ""
         installed = ", ".join(i.name for i in infos) or "none"
-        return None, f"{SELECT_ENV}={request}: no such backend is installed (installed: {installed})"
+        return None, f"{source}: no such backend is installed (installed: {installed})"
     for info in infos:
         if info.available:
             return info, ""
