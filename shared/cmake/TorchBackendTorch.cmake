@@ -43,6 +43,12 @@ if(NOT TARGET TorchBackend::torch)
   set_target_properties(TorchBackend::torch PROPERTIES
     INTERFACE_INCLUDE_DIRECTORIES "${TORCH_BACKEND_TORCH_INCLUDE};${TORCH_BACKEND_TORCH_INCLUDE}/torch/csrc/api/include"
     INTERFACE_LINK_LIBRARIES "${TORCH_ROOT}/lib/libc10.so;${TORCH_ROOT}/lib/libtorch_cpu.so"
-    INTERFACE_COMPILE_DEFINITIONS "_GLIBCXX_USE_CXX11_ABI=1"
+    # The release is on every compiler command line that reads torch's
+    # headers, so ccache (which CI shares across builds, clones and torch
+    # releases) never hands one release's object to another's build: its
+    # direct mode does not see a __has_include that resolves differently
+    # (KinetoProfiler.cpp compiled for 2.11 once came back for 2.13 without
+    # its profiler).
+    INTERFACE_COMPILE_DEFINITIONS "_GLIBCXX_USE_CXX11_ABI=1;TORCH_BACKEND_BUILT_FOR_TORCH=${TORCH_BACKEND_TORCH_VERSION}"
     INTERFACE_COMPILE_FEATURES "cxx_std_${TORCH_BACKEND_CXX_STANDARD}")
 endif()
