@@ -28,23 +28,11 @@ def test_explicit_activation_without_autoload():
     assert out.stdout.strip() == "3"
 
 
-def test_privateuse1_taken_by_another_extension_is_an_error():
+def activation_errors(*names: str, setup: str = "") -> list[str]:
+    """What `torch_backend.activate(name)` raises for each name, in a fresh process without autoload."""
     code = (
-        "import torch, torch_backend\n"
-        "torch.utils.rename_privateuse1_backend('other')\n"
-        "try:\n"
-        "    torch_backend.activate('fake')\n"
-        "except RuntimeError as e:\n"
-        "    print(e)\n"
-    )
-    out = run_python(code, env={"TORCH_DEVICE_BACKEND_AUTOLOAD": "0"})
-    assert "PrivateUse1 is already registered as 'other'" in out.stdout, out.stderr
-
-
-def test_explicit_activation_of_an_unusable_backend_names_the_call_not_the_variable():
-    code = (
-        "import torch, torch_backend\n"
-        "for name in ('npu', 'tpu'):\n"
+        f"import torch, torch_backend\n{setup}"
+        f"for name in {names!r}:\n"
         "    try:\n"
         "        torch_backend.activate(name)\n"
         "    except RuntimeError as e:\n"
@@ -52,10 +40,19 @@ def test_explicit_activation_of_an_unusable_backend_names_the_call_not_the_varia
     )
     out = run_python(code, env={"TORCH_DEVICE_BACKEND_AUTOLOAD": "0"})
     assert out.returncode == 0, out.stderr
-    unusable, missing = out.stdout.strip().split("\n")
-    assert unusable.startswith("torch_backend.activate('npu'): backend 'npu' is not usable: "), out.stdout
-    assert missing.startswith("torch_backend.activate('tpu'): no such backend is installed"), out.stdout
-    assert "TORCH_BACKEND" not in out.stdout
+    return out.stdout.strip().split("\n")
+
+
+def test_privateuse1_taken_by_another_extension_is_an_error():
+    (error,) = activation_errors("fake", setup="torch.utils.rename_privateuse1_backend('other')\n")
+    assert "PrivateUse1 is already registered as 'other'" in error
+
+
+def test_explicit_activation_of_an_unusable_backend_names_the_call_not_the_variable():
+    unusable, missing = activation_errors("npu", "tpu")
+    assert unusable.startswith("torch_backend.activate('npu'): backend 'npu' is not usable: "), unusable
+    assert missing.startswith("torch_backend.activate('tpu'): no such backend is installed"), missing
+    assert "TORCH_BACKEND" not in unusable + missing
 
 
 def test_no_devices_means_not_activated():

@@ -243,3 +243,37 @@ def test_unknown_operation_is_a_value_error():
         faults.inject("mallocc")
     with pytest.raises(ValueError, match="nth and times must be >= 1"):
         faults.inject("malloc", nth=0)
+
+
+LAUNCH_FAULT = (
+    "import torch\n"
+    "from torch_backend_fake import faults\n"
+    "x = torch.ones(1000, device='fake'); y = torch.full((1000,), 2.0, device='fake')\n"
+    "torch.fake.synchronize()\n"
+    "faults.inject('kernel', 1)\n"
+    "try:\n"
+    "    z = x.mul(y)\n"
+    "    print('mul returned')\n"
+    "    torch.fake.synchronize()\n"
+    "except RuntimeError as e:\n"
+    "    print('raised:', str(e).splitlines()[0])\n"
+    "print('then', (x + y).sum().item())\n"
+)
+
+
+@pytest.mark.skipif(
+    os.environ.get("TORCH_BACKEND_FAKE_KERNELS") != "1", reason="fake launches kernels only with its device kernels on"
+)
+def test_launch_blocking_raises_an_asynchronous_kernel_failure_from_its_op():
+    # Without the setting the failed launch is reported later, by whichever call synchronises.
+    late = run_script(LAUNCH_FAULT)
+    assert late.returncode == 0, late.stderr
+    lines = late.stdout.splitlines()
+    assert lines[0] == "mul returned" and "a kernel failed on the device" in lines[1], late.stdout
+    # With it, by the op whose kernel failed, naming it; the process goes on.
+    blocking = run_script(LAUNCH_FAULT, {"TORCH_BACKEND_LAUNCH_BLOCKING": "1"})
+    assert blocking.returncode == 0, blocking.stderr
+    raised, then = blocking.stdout.splitlines()
+    assert raised.startswith("raised: mul") and " failed on fake:0: a kernel failed on the device" in raised, raised
+    assert "TORCH_BACKEND_LAUNCH_BLOCKING=1" in raised
+    assert then == "then 3000.0"

@@ -75,7 +75,7 @@ FAMILIES = ["elementwise", "reduction", "gemm", "softmax", "loss", "indexing", "
 
 @pytest.mark.parametrize("family", FAMILIES)
 def test_every_op_of_the_family_runs_on_device_kernels(family: str):
-    rows = {op: on_device for op, fam, _, on_device in _C._op_table() if fam == family}
+    rows = {op: on_device for op, fam, _, on_device, _ in _C._op_table() if fam == family}
     assert rows and all(rows.values()), rows
     op = {
         "elementwise": "mul.Tensor",
@@ -96,6 +96,45 @@ def test_ops_report_lists_the_device_kernels():
         [sys.executable, "-m", "torch_backend", "ops"], capture_output=True, text=True, timeout=120, check=True
     )
     assert "mul.out" in out.stdout and "device kernel" in out.stdout, out.stdout
+
+
+FORCED = (
+    "import torch\n"
+    "x = torch.arange(6.0, device='fake'); y = torch.full((6,), 2.0, device='fake')\n"
+    "print((x + y).sum().item())\n"
+    "try:\n"
+    "    print((x * y).sum().item())\n"
+    "except NotImplementedError as e:\n"
+    "    print('fallback:', str(e).split(chr(39))[1])\n"
+)
+
+
+def test_forced_fallback_keeps_matching_overloads_off_their_kernels():
+    # With the fallback forbidden (TORCH_BACKEND_FALLBACK=error), an op that runs on the fallback raises naming
+    # itself: mul runs on its kernel, until TORCH_BACKEND_FORCE_FALLBACK sends it to the fallback; add stays.
+    env = {**os.environ, "TORCH_BACKEND_FALLBACK": "error"}
+    run = [sys.executable, "-c", FORCED]
+    kernel = subprocess.run(run, capture_output=True, text=True, env=env, timeout=120)
+    assert kernel.returncode == 0 and kernel.stdout.split() == ["27.0", "30.0"], kernel.stdout + kernel.stderr
+    forced_env = env | {"TORCH_BACKEND_FORCE_FALLBACK": r"^mul[._]"}
+    forced = subprocess.run(run, capture_output=True, text=True, env=forced_env, timeout=120)
+    assert forced.returncode == 0, forced.stderr
+    assert forced.stdout.splitlines() == ["27.0", "fallback: aten::mul.out"], forced.stdout
+    table = subprocess.run(
+        [sys.executable, "-m", "torch_backend", "ops"], capture_output=True, text=True, env=forced_env, timeout=120
+    )
+    rows = {line.split()[0]: line for line in table.stdout.splitlines()[1:] if line.startswith("  ")}
+    for op in ("mul.Tensor", "mul.out", "mul_.Tensor"):
+        assert rows[op].rstrip().endswith("CPU fallback (forced)"), rows[op]
+    assert rows["add.out"].rstrip().endswith("device kernel")
+    assert "3 forced onto the CPU fallback (TORCH_BACKEND_FORCE_FALLBACK)" in table.stdout.splitlines()[0]
+    # A bad expression is a clear error at activation (a warning at `import torch`), never a crash.
+    bad_env = env | {"TORCH_BACKEND_FORCE_FALLBACK": "mul("}
+    bad = subprocess.run(
+        [sys.executable, "-c", "import torch"], capture_output=True, text=True, env=bad_env, timeout=120
+    )
+    assert bad.returncode == 0, bad.stderr
+    assert "TORCH_BACKEND_FORCE_FALLBACK='mul(' is not a valid regular expression" in bad.stderr, bad.stderr
 
 
 @pytest.mark.parametrize("name", list(BINARY))

@@ -10,12 +10,16 @@
 #include "../memory/HostAllocator.h"
 #include "../runtime/Guard.h"
 #include "Registration.h"
+#include "kernels/ForcedFallback.h"
 #include "kernels/KernelTable.h"
 #include "kernels/OpTable.h"
 
 namespace torch_backend {
 
 void activate(DeviceRuntime* runtime) {
+  // Reads TORCH_BACKEND_FORCE_FALLBACK: an invalid one fails the activation
+  // before anything is registered.
+  forced_to_fallback("");
   set_active_runtime(runtime);  // throws on a second activation
   register_device_guard();
   c10::SetAllocator(c10::DeviceType::PrivateUse1, device_allocator());

@@ -21,6 +21,7 @@
 
 #include "../memory/HostAllocator.h"
 #include "../runtime/Streams.h"
+#include "LaunchBlocking.h"
 #include "Registration.h"
 #include "kernels/Copy.h"
 
@@ -114,6 +115,9 @@ void copy_bytes(void* dst, const void* src, size_t bytes, CopyKind kind,
   if (kind == CopyKind::DeviceToDevice ||
       (pinned_async && record_host_use(host, stream))) {
     TORCH_BACKEND_CHECK(runtime.memcpy_async(dst, src, bytes, kind, handle));
+    if (C10_UNLIKELY(launch_blocking())) {
+      wait_after_launch("copy_", device);
+    }
     return;
   }
   // After the stream's earlier work (a failure here leaves nothing queued),

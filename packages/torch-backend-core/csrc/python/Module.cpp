@@ -187,9 +187,11 @@ PYBIND11_MODULE(_C, m) {
   m.def("_in_bad_fork", &in_bad_fork);
   m.def("_prepare_exit", &prepare_for_exit);
   m.def("_op_table", [] {
-    std::vector<std::tuple<std::string, std::string, std::string, bool>> rows;
+    std::vector<std::tuple<std::string, std::string, std::string, bool, bool>>
+        rows;
     for (const OpTableRow& row : op_table()) {
-      rows.emplace_back(row.op, row.family, row.kernel, row.on_device);
+      rows.emplace_back(row.op, row.family, row.kernel, row.on_device,
+                        row.forced);
     }
     return rows;
   });

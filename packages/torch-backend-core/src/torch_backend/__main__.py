@@ -86,8 +86,11 @@ def ops_report() -> str:
     rows = _C._op_table()
     on_device = [r for r in rows if r[3]]
     lines = [f"ops on '{active.name}': {len(on_device)} of {len(rows)} in core's kernel table run on device kernels"]
-    for op, family, kernel, device in rows:
-        where = "device kernel" if device else "CPU fallback (no kernel)"
+    forced = [r for r in rows if r[4]]
+    if forced:
+        lines[0] += f"; {len(forced)} forced onto the CPU fallback (TORCH_BACKEND_FORCE_FALLBACK)"
+    for op, family, kernel, device, is_forced in rows:
+        where = "device kernel" if device else "CPU fallback (forced)" if is_forced else "CPU fallback (no kernel)"
         lines.append(f"  {op:<24} {family:<8} {kernel:<10} {where}")
     lines.append("every other op runs on the CPU fallback")
     return "\n".join(lines)

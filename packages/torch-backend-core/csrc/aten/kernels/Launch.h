@@ -11,6 +11,7 @@
 
 #include <optional>
 #include <string>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -19,6 +20,8 @@
 
 #include "../../runtime/DeviceActivity.h"
 #include "../DeviceCheck.h"
+#include "../LaunchBlocking.h"
+#include "ForcedFallback.h"
 
 namespace torch_backend {
 
@@ -64,20 +67,43 @@ struct DeviceChecked<Ret(Args...), Kernel, CpuIndices> {
     (check.see_argument(args), ...);
     const std::optional<c10::Device> device = check.device();
     if (C10_UNLIKELY(collecting_device_activity())) {
-      DeviceActivityScope activity(
-          op_name, device.value_or(c10::Device(
-                       c10::DeviceType::PrivateUse1,
-                       static_cast<c10::DeviceIndex>(current_device()))));
+      DeviceActivityScope activity(op_name, device.value_or(current()));
       return Kernel(std::forward<Args>(args)...);
+    }
+    if (C10_UNLIKELY(launch_blocking())) {
+      return call_blocking(device.value_or(current()),
+                           std::forward<Args>(args)...);
     }
     return Kernel(std::forward<Args>(args)...);
   }
+
+ private:
+  static c10::Device current() {
+    return c10::Device(c10::DeviceType::PrivateUse1,
+                       static_cast<c10::DeviceIndex>(current_device()));
+  }
+
+  // The kernel, then a wait for its stream, so that its failure is this op's.
+  static Ret call_blocking(c10::Device device, Args... args) {
+    if constexpr (std::is_void_v<Ret>) {
+      Kernel(std::forward<Args>(args)...);
+      wait_after_launch(op_name, device);
+    } else {
+      Ret result = Kernel(std::forward<Args>(args)...);
+      wait_after_launch(op_name, device);
+      return result;
+    }
+  }
 };
 
-// Registers a device kernel for the overload `qualified`, device-checked.
+// Registers a device kernel for the overload `qualified`, device-checked,
+// unless TORCH_BACKEND_FORCE_FALLBACK keeps that overload on the fallback.
 template <class FuncType, FuncType* Kernel>
 void register_kernel(torch::Library& aten, const char* qualified,
                      c10::CompileTimeFunctionPointer<FuncType, Kernel>) {
+  if (forced_to_fallback(qualified)) {
+    return;
+  }
   if (takes_cpu_indices(qualified)) {
     DeviceChecked<FuncType, Kernel, true>::op_name = qualified;
     aten.impl(qualified,

@@ -4,6 +4,7 @@
 
 #include <limits>
 
+#include "ForcedFallback.h"
 #include "KernelTable.h"
 
 namespace torch_backend {
@@ -14,7 +15,8 @@ void add_rows(std::vector<OpTableRow>& rows, const char* family,
               std::initializer_list<const char*> ops) {
   for (const char* op : ops) {
     if (op != nullptr) {
-      rows.push_back({op, family, kernel, on_device});
+      const bool forced = on_device && forced_to_fallback(op);
+      rows.push_back({op, family, kernel, on_device && !forced, forced});
     }
   }
 }

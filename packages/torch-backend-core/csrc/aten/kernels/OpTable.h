@@ -155,10 +155,13 @@ std::vector<std::string> register_attention_kernels(torch::Library& aten);
 std::vector<std::string> register_stub_kernels(torch::Library& aten);
 
 // Every op of the tables: (ATen overload, family, kernel name, whether the
-// active backend provides the kernel). For `python -m torch_backend ops`.
+// active backend provides the kernel, whether TORCH_BACKEND_FORCE_FALLBACK
+// keeps the op on the fallback all the same). For `python -m torch_backend
+// ops`.
 struct OpTableRow {
   std::string op, family, kernel;
   bool on_device;
+  bool forced;
 };
 std::vector<OpTableRow> op_table();
 

@@ -6,6 +6,7 @@
 #include <ATen/ops/arange_native.h>
 #include <torch/library.h>
 
+#include "ForcedFallback.h"
 #include "KernelTable.h"
 #include "Launch.h"
 #include "OpTable.h"
@@ -35,7 +36,7 @@ void arange_on_device(at::TensorIterator& iter, const c10::Scalar& start,
 
 std::vector<std::string> register_stub_kernels(torch::Library& aten) {
   arange_kernel = elementwise_kernel("arange");
-  if (arange_kernel == nullptr) {
+  if (arange_kernel == nullptr || forced_to_fallback("arange.start_out")) {
     return {};
   }
   at::native::arange_stub.set_privateuse1_dispatch_ptr(&arange_on_device);

@@ -71,7 +71,7 @@ def dropout_on_device() -> bool:
 
     from torch_backend import _C
 
-    return any(op == "native_dropout" and on_device for op, _, _, on_device in _C._op_table())
+    return any(op == "native_dropout" and on_device for op, _, _, on_device, _ in _C._op_table())
 
 
 def run_python(code: str, timeout: float = 120, **env: str) -> subprocess.CompletedProcess:

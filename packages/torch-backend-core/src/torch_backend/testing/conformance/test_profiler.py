@@ -20,7 +20,7 @@ from torch_backend import _C
 from torch_backend.testing.conformance._support import DEVICE, dev
 
 # Whether the backend's device kernels serve the ops timed below (core's op table).
-KERNELS = {"mm", "add.Tensor"} <= {op for op, _family, _kernel, on_device in _C._op_table() if on_device}
+KERNELS = {"mm", "add.Tensor"} <= {op for op, _family, _kernel, on_device, _forced in _C._op_table() if on_device}
 HAS_REGISTRY = tuple(int(part) for part in torch.__version__.split(".")[:2]) >= (2, 13)
 DEVICE_ACTIVITIES = [ProfilerActivity.CPU, ProfilerActivity.PrivateUse1]
 
