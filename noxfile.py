@@ -158,8 +158,8 @@ def session_run(session: nox.Session) -> Callable:
 
 # With `-j 2` the parallel sessions start in the order they are defined here
 # once what they require has finished: the longest first, so that the two
-# workers finish together (measured: compat 10-16 min each, exit-stress 11,
-# tests-fake 7, wheels 6, tests-fake-discrete 5, tests-npu 4, the rest 2 or
+# workers finish together (measured: compat 7-16 min each, exit-stress 11-13,
+# tests-fake 6, wheels 6, tests-fake-discrete 4, tests-npu 3, the rest 2 or
 # less). `build` (defined above) and the first compat start at once.
 
 
@@ -182,7 +182,8 @@ def compat(session: nox.Session, torch: str) -> None:
     session.install("--no-deps", "--force-reinstall", *map(str, dist.glob("*.whl")))
     # The kit as the core wheel ships it.
     run_conformance_kit(session, session_run(session), "fake", {"TORCH_BACKEND": "fake"})
-    session.run("pytest", str(ROOT / "tests"), *session.posargs, env={"TORCH_BACKEND": "fake"})
+    codes = [0, 5] if session.posargs else [0]  # a `-k` filter may select none of tests/
+    session.run("pytest", str(ROOT / "tests"), *session.posargs, env={"TORCH_BACKEND": "fake"}, success_codes=codes)
     check_wheels(session, dist, torch_version)
 
 
