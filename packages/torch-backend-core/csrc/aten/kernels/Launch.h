@@ -68,6 +68,10 @@ struct DeviceChecked<Ret(Args...), Kernel, CpuIndices> {
     const std::optional<c10::Device> device = check.device();
     if (C10_UNLIKELY(collecting_device_activity())) {
       DeviceActivityScope activity(op_name, device.value_or(current()));
+      if (C10_UNLIKELY(launch_blocking())) {
+        return call_blocking(device.value_or(current()),
+                             std::forward<Args>(args)...);
+      }
       return Kernel(std::forward<Args>(args)...);
     }
     if (C10_UNLIKELY(launch_blocking())) {
