@@ -80,20 +80,20 @@ def run_cpp_tests(session: nox.Session) -> None:
     session.run("ctest", "--test-dir", str(build), "--output-on-failure", external=True)
 
 
+# Where build_acl_emulator installs the emulator, in CANN's layout; tests-npu points ASCEND_HOME_PATH here.
+ACL_HOME = ROOT / "build" / "acl-emulator" / "ascend-toolkit" / "latest"
+
+
 def build_acl_emulator(session: nox.Session) -> Path:
     """The npu package's ACL emulator, installed in CANN's layout (include/, lib64/); returns that toolkit home."""
-    build = ROOT / "build" / "acl-emulator"
-    home = build / "ascend-toolkit" / "latest"
+    build = ACL_HOME.parents[1]
     torch_root = session.run("python", "-c", "import os, torch; print(os.path.dirname(torch.__file__))", silent=True)
     session.run(
         "cmake", "-S", str(PACKAGES / "torch-backend-npu" / "emulator"), "-B", str(build / "cmake"), "-G", "Ninja",
-        f"-DCMAKE_INSTALL_PREFIX={home}", f"-DTORCH_ROOT={torch_root.strip()}", external=True,
+        f"-DCMAKE_INSTALL_PREFIX={ACL_HOME}", f"-DTORCH_ROOT={torch_root.strip()}", external=True,
     )  # fmt: skip
     session.run("cmake", "--build", str(build / "cmake"), "--target", "install", external=True)
-    return home
-
-
-ACL_HOME = ROOT / "build" / "acl-emulator" / "ascend-toolkit" / "latest"
+    return ACL_HOME
 
 
 @nox.session(tags=["ci"], allow_parallel=True)
