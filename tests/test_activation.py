@@ -65,6 +65,32 @@ def test_no_devices_means_not_activated():
     assert "backend 'fake' reports no devices" in out.stderr
 
 
+def test_automatic_choice_goes_on_past_a_backend_whose_runtime_finds_no_device():
+    # A probe only checks files (an NVIDIA driver installed, CUDA_VISIBLE_DEVICES hiding every GPU): when
+    # the chosen backend's runtime then counts no device, the next backend by priority is activated.
+    code = (
+        "import dataclasses, warnings, torch, torch_backend\n"
+        "from torch_backend import _activation, _autoload, _discovery\n"
+        "fake = next(i for i in _discovery.discover() if i.name == 'fake')\n"
+        "renamed = dataclasses.replace(fake.backend, name='empty')\n"
+        "empty = dataclasses.replace(fake, entry_point='empty', backend=renamed)\n"
+        "_discovery.discover = lambda: [empty, fake]\n"
+        "real = _activation.activate_backend\n"
+        "def activate(backend):\n"
+        "    if backend.name == 'empty':\n"
+        "        raise _activation.NoDevicesError(\"torch-backend: backend 'empty' reports no devices\")\n"
+        "    real(backend)\n"
+        "_activation.activate_backend = activate\n"
+        "with warnings.catch_warnings(record=True) as caught:\n"
+        "    warnings.simplefilter('always')\n"
+        "    _autoload._autoload()\n"
+        "print(torch_backend.active_backend().name, [str(w.message) for w in caught])\n"
+    )
+    out = run_python(code, env={"TORCH_DEVICE_BACKEND_AUTOLOAD": "0"})
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "fake []"
+
+
 def test_backend_with_its_own_collectives_replaces_staged_gloo():
     code = (
         "import dataclasses, torch, torch.distributed as dist, torch_backend._activation, torch_backend_fake\n"

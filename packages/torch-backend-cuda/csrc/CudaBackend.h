@@ -18,6 +18,14 @@ inline bool is_cublas_status(int status) {
 // "CUBLAS_STATUS_...: description" of a status offset by kCublasStatusBase.
 std::string cublas_status_text(int status);
 
+// Devices CUDA_VISIBLE_DEVICES leaves of `physical` ones (visible == nullptr:
+// unset), as CUDA reads the list; -1 where only CUDA can tell (GPU UUIDs).
+int visible_device_count(const char* visible, unsigned physical);
+// The devices this process may use, counted with NVML (which, unlike
+// cudaGetDeviceCount, leaves a forked child able to use CUDA); -1 where NVML
+// cannot tell (VisibleDevices.cpp).
+int count_devices_without_cuda();
+
 // Enqueues a kernel on `stream` that spins for about `microseconds`
 // (DeviceRuntime::stream_sleep).
 int launch_stream_sleep(void* stream, unsigned long microseconds);

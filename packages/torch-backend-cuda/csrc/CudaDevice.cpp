@@ -48,6 +48,12 @@ Status readiness(cudaError_t status, bool* complete) {
 class CudaRuntime final : public torch_backend::DeviceRuntime {
  public:
   Status device_count(int* count) override {
+    // Fork-safe while NVML can answer: CUDA itself only where it cannot.
+    static const int counted = gpu::count_devices_without_cuda();
+    if (counted >= 0) {
+      *count = counted;
+      return cudaSuccess;
+    }
     const cudaError_t status = cudaGetDeviceCount(count);
     if (status == cudaErrorNoDevice || status == cudaErrorInsufficientDriver) {
       cudaGetLastError();

@@ -84,7 +84,10 @@ class TORCH_BACKEND_API DeviceRuntime {
 
   // --- devices -------------------------------------------------------------
   // A runtime without devices (no driver, no hardware) reports count 0 and
-  // returns kSuccess: "no devices" is not an error.
+  // returns kSuccess: "no devices" is not an error. Core counts at `import
+  // torch`, before any other call: count without initialising the runtime
+  // where initialising breaks a forked child (CUDA's cuInit: the gpu backend
+  // counts with NVML, as torch.cuda.device_count does).
   virtual Status device_count(int* count) = 0;
   virtual Status get_device(int* device) = 0;
   virtual Status set_device(int device) = 0;

@@ -15,6 +15,11 @@ _lock = threading.Lock()
 _active: Backend | None = None
 
 
+class NoDevicesError(RuntimeError):
+    """A backend's runtime found no device (its probe, which loads nothing, could not tell): the process
+    is left as it was, so automatic selection goes on to the next backend."""
+
+
 def active_backend() -> Backend | None:
     """The backend activated in this process, if any."""
     return _active
@@ -88,7 +93,7 @@ def _register(backend: Backend) -> None:
     _load_runtime_libraries(backend)
     _C._load_device_library(str(backend.library))
     if _C._loaded_device_count() == 0:
-        raise RuntimeError(f"torch-backend: backend '{backend.name}' reports no devices")
+        raise NoDevicesError(f"torch-backend: backend '{backend.name}' reports no devices")
     torch.utils.rename_privateuse1_backend(backend.name)
     _C._activate()
     # Runs before the interpreter finalises: device work and PyTorch's autograd

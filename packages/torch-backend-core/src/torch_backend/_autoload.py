@@ -17,7 +17,7 @@ def autoload() -> None:
 
 
 def _autoload() -> None:
-    from torch_backend._activation import activate_backend
+    from torch_backend._activation import NoDevicesError, activate_backend
     from torch_backend._discovery import choose, discover, requested
     from torch_backend._intree import usable_in_tree_accelerator
 
@@ -40,14 +40,30 @@ def _autoload() -> None:
         # PyTorch's own accelerator keeps the process: never taken over
         # implicitly, and quietly (`python -m torch_backend` explains).
         return
-    chosen, why = choose(infos, request)
-    if chosen is None or chosen.backend is None:
-        if why:
-            warnings.warn(f"torch-backend: {why}", RuntimeWarning, stacklevel=3)
-        return
-    try:
-        activate_backend(chosen.backend)
-    except Exception as exc:
-        warnings.warn(
-            f"torch-backend: backend '{chosen.name}' could not be activated: {exc}", RuntimeWarning, stacklevel=3
-        )
+    passed_over: list[tuple[str, Exception]] = []
+    while True:
+        chosen, why = choose(infos, request)
+        if chosen is None or chosen.backend is None:
+            for name, exc in passed_over:  # nothing active: say why
+                _warn_not_activated(name, exc)
+            if why:
+                warnings.warn(f"torch-backend: {why}", RuntimeWarning, stacklevel=3)
+            return
+        try:
+            activate_backend(chosen.backend)
+            return
+        except NoDevicesError as exc:
+            if request is not None:
+                _warn_not_activated(chosen.name, exc)
+                return
+            # Chosen automatically, and its runtime found no device (the process is as it was): the next
+            # backend by priority.
+            passed_over.append((chosen.name, exc))
+            infos = [info for info in infos if info is not chosen]
+        except Exception as exc:
+            _warn_not_activated(chosen.name, exc)
+            return
+
+
+def _warn_not_activated(name: str, exc: Exception) -> None:
+    warnings.warn(f"torch-backend: backend '{name}' could not be activated: {exc}", RuntimeWarning, stacklevel=4)
