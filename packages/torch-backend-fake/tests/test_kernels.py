@@ -518,6 +518,44 @@ def test_cross_entropy_forward_and_backward_match_cpu(reduction: str, weighted: 
     same(dev.grad, cpu.grad)
 
 
+def test_composed_ops_stay_on_device_kernels_and_match_cpu():
+    # _safe_softmax (attention's math path with dropout) and mse_loss are composed by core from the
+    # backend's kernels: in a process where any fallback is an error they still run, and match CPU.
+    code = (
+        "import torch, torch.nn.functional as F\n"
+        "torch.manual_seed(0)\n"
+        "s = torch.randn(2, 3, 5, 7)\n"
+        "s[0, 1, 2] = float('-inf')  # a row that may attend to nothing: 0, not NaN\n"
+        "s[1, 0, :, 3] = float('-inf')\n"
+        "d = s.to('fake').requires_grad_()\n"
+        "c = s.clone().requires_grad_()\n"
+        "for dim in (-1, 1):\n"
+        "    got, want = torch._safe_softmax(d, dim), torch._safe_softmax(c, dim)\n"
+        "    torch.testing.assert_close(got.cpu(), want)\n"
+        "    (got * torch.arange(7.0, device='fake')).sum().backward()\n"
+        "    (want * torch.arange(7.0)).sum().backward()\n"
+        "    torch.testing.assert_close(d.grad.cpu(), c.grad)\n"
+        "assert torch.equal(torch._safe_softmax(d, -1)[0, 1, 2].cpu(), torch.zeros(7))\n"
+        "h = torch._safe_softmax(s.half().to('fake'), -1, torch.float32)\n"
+        "assert h.dtype == torch.float32\n"
+        "torch.testing.assert_close(h.cpu(), torch._safe_softmax(s.half(), -1, torch.float32))\n"
+        "x, t = torch.randn(8, 5), torch.randn(8, 5)\n"
+        "for reduction in ('mean', 'sum', 'none'):\n"
+        "    dx = x.to('fake').requires_grad_()\n"
+        "    cx = x.clone().requires_grad_()\n"
+        "    got, want = F.mse_loss(dx, t.to('fake'), reduction=reduction), F.mse_loss(cx, t, reduction=reduction)\n"
+        "    torch.testing.assert_close(got.cpu(), want)\n"
+        "    got.sum().backward()\n"
+        "    want.sum().backward()\n"
+        "    torch.testing.assert_close(dx.grad.cpu(), cx.grad)\n"
+        "print('ok')\n"
+    )
+    env = {**os.environ, "TORCH_BACKEND_FALLBACK": "error"}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "ok"
+
+
 def test_nll_loss_single_sample_and_bad_targets():
     logp = torch.randn(5).log_softmax(0)
     same(

@@ -41,6 +41,7 @@ void activate(DeviceRuntime* runtime) {
   register_norm_kernels(*lib);
   register_random_kernels(*lib);
   register_attention_kernels(*lib);
+  register_composite_kernels(*lib);
   register_stub_kernels(*lib);
   if (void* registrar = kernel_registrar_of(runtime)) {
     reinterpret_cast<void (*)(torch::Library&)>(registrar)(*lib);

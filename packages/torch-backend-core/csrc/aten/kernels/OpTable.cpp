@@ -84,6 +84,10 @@ std::vector<OpTableRow> op_table() {
   add_rows(rows, "attention", "attention", attention_kernel() != nullptr,
            {"_scaled_dot_product_fused_attention_overrideable",
             "_scaled_dot_product_fused_attention_overrideable_backward"});
+  add_rows(rows, "composite", "softmax+amax+eq+masked_fill",
+           safe_softmax_composable(), {"_safe_softmax"});
+  add_rows(rows, "composite", "sub+mul+mean/sum", mse_loss_composable(),
+           {"mse_loss", "mse_loss_backward"});
   return rows;
 }
 
