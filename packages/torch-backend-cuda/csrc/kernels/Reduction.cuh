@@ -95,6 +95,27 @@ struct ReduceSource {
                                std::int64_t end, std::int64_t step) const {
     std::int64_t at[2];
     plan.kept.offsets(o, at);
+    if (plan.folded.dims == 1) {
+      // One folded dimension (a full or a last-dimension reduction): four
+      // independent accumulators keep four loads in flight per thread.
+      const T* base = in + at[1];
+      const std::int64_t stride = plan.folded.strides[0][0];
+      using Acc = typename Op::Acc;
+      Acc a0 = Op::init(), a1 = Op::init(), a2 = Op::init(), a3 = Op::init();
+      std::int64_t r = begin;
+      for (; r + 3 * step < end; r += 4 * step) {
+        a0 = Op::combine(a0, static_cast<Acc>(load(base[r * stride])));
+        a1 = Op::combine(a1, static_cast<Acc>(load(base[(r + step) * stride])));
+        a2 = Op::combine(a2,
+                         static_cast<Acc>(load(base[(r + 2 * step) * stride])));
+        a3 = Op::combine(a3,
+                         static_cast<Acc>(load(base[(r + 3 * step) * stride])));
+      }
+      for (; r < end; r += step) {
+        a0 = Op::combine(a0, static_cast<Acc>(load(base[r * stride])));
+      }
+      return Op::combine(Op::combine(a0, a1), Op::combine(a2, a3));
+    }
     auto acc = Op::init();
     for (std::int64_t r = begin; r < end; r += step) {
       std::int64_t f[1];
