@@ -19,6 +19,8 @@ import pytest
 import torch
 from conftest import run_python
 
+from torch_backend import discover
+
 CUDA_BUILD = torch.version.cuda is not None
 needs_cuda_build = pytest.mark.skipif(not CUDA_BUILD, reason="a CUDA build of torch (CI: compat sessions)")
 
@@ -99,7 +101,9 @@ def test_report_explains_why_no_backend_is_active(emulated_nvml, tmp_path):
     assert out.returncode == 0, out.stderr
     assert "PyTorch's own accelerator: cuda, usable: 1 visible device (counted by NVML)" in out.stdout
     assert "active: none (PyTorch's own 'cuda' is usable" in out.stdout
-    assert "set TORCH_BACKEND=fake to activate 'fake' anyway" in out.stdout
+    # The report offers the backend automatic selection would take: fake, or gpu where a GPU is at hand.
+    first = next(info.name for info in discover() if info.available)
+    assert f"set TORCH_BACKEND={first} to activate '{first}' anyway" in out.stdout
 
 
 @needs_cuda_build

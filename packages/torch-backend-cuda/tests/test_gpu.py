@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -25,13 +26,18 @@ AVAILABLE, REASON = _gpu_availability()
 pytestmark = pytest.mark.skipif(not AVAILABLE, reason=f"the gpu backend is unavailable here: {REASON}")
 
 
-def run(*args: str, timeout: float = 3600) -> subprocess.CompletedProcess:
-    env = os.environ | {"TORCH_BACKEND": "gpu"}
+def run(*args: str, timeout: float = 3600, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+    env = os.environ | {"TORCH_BACKEND": "gpu"} | (env or {})
     return subprocess.run([sys.executable, *args], capture_output=True, text=True, env=env, timeout=timeout)
 
 
+# The gpu backend's known OpInfo failures: those under the host emulation too, and those on a GPU only.
+KNOWN = [Path(__file__).parent / name for name in ("known_failures.json", "known_failures_gpu.json")]
+
+
 def test_conformance_kit_passes():
-    kit = run("-m", "torch_backend.testing", "gpu", "-q", "-p", "no:warnings")
+    known = [arg for path in KNOWN for arg in ("--known-failures", str(path))]
+    kit = run("-m", "torch_backend.testing", "gpu", *known, "-q", "-p", "no:warnings")
     assert kit.returncode == 0, kit.stdout[-20000:] + kit.stderr[-5000:]
 
 
@@ -86,3 +92,16 @@ def test_cublas_matmul_matches_cpu_and_honours_tf32():
     )
     out = run("-c", code)
     assert out.returncode == 0, out.stderr
+
+
+@pytest.mark.parametrize(("visible", "expected"), [("0", 1), ("0,99", 1), ("99", 0), ("0,0", 0), ("", 0)])
+def test_cuda_visible_devices_narrows_the_count_as_cuda_does(visible: str, expected: int):
+    # Counted with NVML (fork-safe), narrowed as CUDA reads the list: it ends at the first ordinal that
+    # names no GPU, and a repeated one hides them all. No visible GPU: the backend is not activated.
+    out = run(
+        "-c",
+        "import torch, torch_backend; a = torch_backend.active_backend(); print(torch.gpu.device_count() if a else 0)",
+        env={"CUDA_VISIBLE_DEVICES": visible},
+    )
+    assert out.returncode == 0, out.stderr
+    assert int(out.stdout.strip()) == expected

@@ -17,6 +17,7 @@ The helpers below are what the suite's tests share; a backend's own tests may us
 from __future__ import annotations
 
 import functools
+import json
 import os
 import subprocess
 import sys
@@ -29,6 +30,28 @@ KNOWN_FAILURES_ENV = "TORCH_BACKEND_KNOWN_FAILURES"
 #: layouts, samples the sweep cannot move to a device), each with the reason: the list a
 #: backend starts from, and the kit's default.
 DEFAULT_KNOWN_FAILURES = Path(__file__).resolve().parent / "known_failures.json"
+
+
+def load_known_failures(*paths: Path | str) -> dict[str, str]:
+    """``{op: reason}`` from known-failures JSON files, merged in order.
+
+    An entry's value is the reason, or ``{"reason": ..., "torch_below": "2.13"}`` for a failure of
+    the torch releases before that one only (ATen changed since): on later releases the op is not
+    listed, so it must pass there.
+    """
+    import torch
+    from torch.torch_version import TorchVersion
+
+    known: dict[str, str] = {}
+    for path in paths:
+        for op, entry in json.loads(Path(path).read_text()).items():
+            if isinstance(entry, dict):
+                below = entry.get("torch_below")
+                if below is not None and TorchVersion(torch.__version__) >= below:
+                    continue
+                entry = entry["reason"]
+            known[op] = entry
+    return known
 
 
 def device_type() -> str:
@@ -96,6 +119,7 @@ __all__ = [
     "device_module",
     "device_type",
     "dropout_on_device",
+    "load_known_failures",
     "main",
     "run_python",
     "stream_sleep_supported",

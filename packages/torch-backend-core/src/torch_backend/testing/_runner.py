@@ -23,9 +23,9 @@ def parse(argv: list[str] | None) -> tuple[argparse.Namespace, list[str]]:
     parser.add_argument(
         "--known-failures",
         type=Path,
-        default=DEFAULT_KNOWN_FAILURES,
+        action="append",
         help="JSON file of OpInfo ops the backend is known to fail ({op: reason}); each must still fail "
-        "(default: core's list, the ops no backend passes on core's CPU fallback)",
+        "(default: core's list, the ops no backend passes on core's CPU fallback; repeated: the files merged)",
     )
     return parser.parse_known_args(argv)
 
@@ -33,10 +33,12 @@ def parse(argv: list[str] | None) -> tuple[argparse.Namespace, list[str]]:
 def main(argv: list[str] | None = None) -> int:
     args, pytest_args = parse(argv)
     env = os.environ | {"TORCH_BACKEND": args.backend}
-    if not args.known_failures.is_file():
-        print(f"error: no known-failures file at {args.known_failures}", file=sys.stderr)
-        return 2
-    env[KNOWN_FAILURES_ENV] = str(args.known_failures.resolve())
+    files = args.known_failures or [DEFAULT_KNOWN_FAILURES]
+    for path in files:
+        if not path.is_file():
+            print(f"error: no known-failures file at {path}", file=sys.stderr)
+            return 2
+    env[KNOWN_FAILURES_ENV] = os.pathsep.join(str(path.resolve()) for path in files)
     # A fresh interpreter: the backend is chosen once per process, at `import torch`.
     command = [sys.executable, "-m", "pytest", str(SUITE), "-p", "no:cacheprovider", "--rootdir", str(SUITE)]
     return subprocess.run([*command, *pytest_args], env=env).returncode

@@ -150,11 +150,18 @@ def _compare(
                 continue
             try:
                 resolved = (t.resolve_conj().resolve_neg() for t in (actual.cpu(), wanted))
-                torch.testing.assert_close(*resolved, equal_nan=True, check_device=False)
+                torch.testing.assert_close(*resolved, equal_nan=True, check_device=False, **_tolerance(wanted))
             except AssertionError as error:
                 what = "written" if written else "not declared written"
                 yield f"{label} ({what}) differs from CPU: {str(error).splitlines()[-1][:160]}"
     yield from _check_returned_aliases(schema, device_bound, result)
+
+
+def _tolerance(wanted: torch.Tensor) -> dict[str, float]:
+    # This check is about where an op writes, which a wrong write misses by far more than rounding: a
+    # device's own summation order (cuBLAS's products on a GPU) leaves float32 results a few ulps from
+    # CPU's, beyond assert_close's float32 default (rtol 1.3e-6). Other dtypes keep their defaults.
+    return {"rtol": 1e-4, "atol": 1e-5} if wanted.dtype in (torch.float32, torch.float64) else {}
 
 
 def _check_returned_aliases(schema: torch.FunctionSchema, device_bound: dict, result: object) -> Iterator[str]:

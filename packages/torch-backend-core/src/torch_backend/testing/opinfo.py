@@ -21,7 +21,7 @@ from torch.testing._internal.common_methods_invocations import op_db
 from torch.testing._internal.opinfo.core import OpInfo, SampleInput
 from torch.utils._pytree import tree_flatten, tree_map
 
-from torch_backend.testing import DEFAULT_KNOWN_FAILURES, device_type, dropout_on_device
+from torch_backend.testing import DEFAULT_KNOWN_FAILURES, device_type, dropout_on_device, load_known_failures
 
 SEED = 1234
 # Ops returning uninitialised memory: values are arbitrary on any device (PyTorch's
@@ -189,8 +189,10 @@ def main() -> int:
     parser.add_argument(
         "--known",
         nargs="?",
+        action="append",
         const=str(DEFAULT_KNOWN_FAILURES),
-        help="known-failures JSON (alone: core's list): fail unless >= 99%% of forward and 98%% of backward "
+        help="known-failures JSON (alone: core's list; repeated: the files merged): fail unless >= 99%% of "
+        "forward and 98%% of backward "
         "samples pass and the failing ops are exactly those listed",
     )
     args = parser.parse_args()
@@ -215,8 +217,7 @@ def main() -> int:
         with open(args.json, "w") as out:
             json.dump(results, out, indent=1, sort_keys=True)
     if args.known:
-        with open(args.known) as known_file:
-            known = set(json.load(known_file))
+        known = set(load_known_failures(*args.known))
         failing = {key for key, r in results.items() if r["failed"] or r["backward_failed"]}
         problems = []
         if forward_rate < 99.0:

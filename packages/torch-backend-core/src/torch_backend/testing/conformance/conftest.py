@@ -8,6 +8,9 @@ import pytest
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    # Free device memory is a figure of the whole device: other processes on it (pytest-xdist workers)
+    # move it. `-m "not device_alone"` in parallel, then `-m device_alone` alone, runs every test.
+    config.addinivalue_line("markers", "device_alone: reads device-wide figures; no other process may use the device")
     import torch  # noqa: F401  (activates the backend TORCH_BACKEND names)
 
     from torch_backend import active_backend

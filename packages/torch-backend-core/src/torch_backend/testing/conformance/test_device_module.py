@@ -152,6 +152,7 @@ def test_accelerator_capability_lists_every_dtype():
         torch.accelerator.get_device_capability(on(99))
 
 
+@pytest.mark.device_alone
 def test_memory_comes_from_the_runtime_and_is_cached():
     dev.synchronize()
     dev.empty_cache()

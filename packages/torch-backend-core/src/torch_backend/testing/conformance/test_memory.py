@@ -45,6 +45,7 @@ def test_active_memory_returns_to_what_is_allocated():
     assert stats["active_bytes.all.current"] == stats["allocated_bytes.all.current"]
 
 
+@pytest.mark.device_alone
 def test_freed_memory_stays_reserved_until_empty_cache():
     x = torch.empty(4 << 20, dtype=torch.uint8, device=DEVICE)
     reserved = dev.memory_reserved()

@@ -7,17 +7,16 @@ with pass rates). Ops in the backend's known-failures file (the runner's
 all its samples.
 """
 
-import json
 import os
-from pathlib import Path
 
 import pytest
 
-from torch_backend.testing import DEFAULT_KNOWN_FAILURES, KNOWN_FAILURES_ENV
+from torch_backend.testing import DEFAULT_KNOWN_FAILURES, KNOWN_FAILURES_ENV, load_known_failures
 from torch_backend.testing.conformance._support import DEVICE
 from torch_backend.testing.opinfo import DeviceRandomSample, check, op_names, samples
 
-KNOWN: dict[str, str] = json.loads(Path(os.environ.get(KNOWN_FAILURES_ENV, DEFAULT_KNOWN_FAILURES)).read_text())
+# The runner's --known-failures files, joined by os.pathsep.
+KNOWN = load_known_failures(*os.environ.get(KNOWN_FAILURES_ENV, str(DEFAULT_KNOWN_FAILURES)).split(os.pathsep))
 SUBSET_STEP = 6
 ALL = op_names()
 SELECTED = ALL if os.environ.get("TORCH_BACKEND_OPINFO") == "full" else ALL[::SUBSET_STEP]
