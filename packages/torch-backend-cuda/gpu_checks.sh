@@ -1,27 +1,163 @@
 #!/usr/bin/env bash
 # Every check of the gpu backend that needs a GPU, and the benchmark against PyTorch's own CUDA
-# backend, in one command. Run from the repository root on a machine with an NVIDIA GPU, the CUDA
-# toolkit (nvcc) and a CUDA build of torch 2.11-2.15 already installed:
+# backend, in one command. Run from the repository root on a machine with an NVIDIA GPU and a CUDA
+# build of torch 2.11-2.15 already installed:
 #   bash packages/torch-backend-cuda/gpu_checks.sh [OUT_DIR]
-# It builds core and the cuda package against that torch, then runs: the package's tests (core's
-# conformance kit on `gpu`, compute capability, staged all_reduce, TF32), the OpInfo sweep on `gpu`
-# against CPU (GPU tolerances: float32's defaults, as on every backend), and
-# `python -m torch_backend.bench.reference --device gpu --reference cuda`. Results land in OUT_DIR
-# (default build/gpu-checks): logs, bench JSON and chart.
-set -euo pipefail
+# Steps, each logged to OUT_DIR/STEP.log (default build/gpu-checks) with its exit status and time:
+#   install   core, cuda and fake: from GPU_CHECKS_WHEELS (a folder of wheels built elsewhere against
+#             this torch and Python: the lent GPU machines reach no registry and their lease is short),
+#             else built here, editable (needs nvcc, and hatchling or a registry)
+#   report    `python -m torch_backend` with TORCH_BACKEND=gpu, and a smoke test of a few ops against CPU
+#   then side by side (they check correctness, not speed):
+#   kit       core's conformance kit on `gpu` (with pytest-xdist where installed)
+#   tests     the package's GPU tests (compute capability, CUDA_VISIBLE_DEVICES, staged all_reduce,
+#             cuBLAS and TF32) and
+#             tests/test_coexistence.py (CUDA training with the backends installed)
+#   opinfo    the OpInfo sweep on `gpu` against CPU (float32's default tolerances, as on every backend;
+#             the package's known failures: known_failures.json and, on a GPU only, _gpu.json)
+#   then alone (they time):
+#   bench     `python -m torch_backend.bench.reference --device gpu --reference cuda` (BENCH_ROUNDS
+#             process pairs per case, default 5; BENCH_REPEATS timings each, default 5; BENCH_CASES:
+#             ';'-separated parts of case names, default every case)
+#   profile   some cases' ops by time on gpu and on cuda, launch blocking on both (PROFILE_CASES, as
+#             BENCH_CASES; default the small add, MLP, CNN and GPT steps)
+# GPU_CHECKS_LIMIT_S caps every step's time limit (a lease's minutes are few; default: no cap).
+# Exit status: 0 when every step passed; the failed steps are listed.
+set -uo pipefail
 out=${1:-build/gpu-checks}
 mkdir -p "$out"
 python=${PYTHON:-python3}
-export PIP_DISABLE_PIP_VERSION_CHECK=1
-$python -m pip install -q hatchling pytest expecttest matplotlib 'nvidia-cublas>=13,<14'
-$python -m pip install -q --no-build-isolation --no-deps -e packages/torch-backend-core
-$python -m pip install -q --no-build-isolation --no-deps -e packages/torch-backend-cuda
-TORCH_BACKEND=gpu $python -m torch_backend | tee "$out/report.txt"
-status=0
-$python -m pytest packages/torch-backend-cuda/tests -rs 2>&1 | tee "$out/tests.log" || status=1
-TORCH_BACKEND=gpu $python -m torch_backend.testing.opinfo \
-  --known packages/torch-backend-cuda/tests/known_failures.json \
-  --json "$out/opinfo.json" 2>&1 | tee "$out/opinfo.log" || status=1
-TORCH_BACKEND=gpu $python -m torch_backend.bench.reference --device gpu --reference cuda \
-  --json "$out/gpu-vs-cuda.json" 2>&1 | tee "$out/bench.log" || status=1
-exit $status
+wheels=${GPU_CHECKS_WHEELS:-}
+export PIP_DISABLE_PIP_VERSION_CHECK=1 PYTHONUNBUFFERED=1
+state=$(mktemp -d)
+
+# step NAME LIMIT_S COMMAND...: runs COMMAND with a time limit, its output in $out/NAME.log.
+step() {
+  local name=$1 limit=$2 start=$SECONDS rc
+  shift 2
+  limit=$((limit < ${GPU_CHECKS_LIMIT_S:-$limit} ? limit : ${GPU_CHECKS_LIMIT_S:-$limit}))
+  # through bash: COMMAND may be one of the functions below (timeout runs programs only)
+  timeout "$limit" bash -c '"$@"' "$name" "$@" >"$out/$name.log" 2>&1
+  rc=$?
+  echo "$rc $((SECONDS - start))" >"$state/$name"
+}
+# show NAME: the end of a step's log and its result.
+show() {
+  local rc seconds
+  read -r rc seconds <"$state/$1"
+  echo "==== $1: exit $rc in $seconds s ($out/$1.log)"
+  tail -n "${2:-30}" "$out/$1.log"
+  [ "$rc" -eq 0 ] || echo "$1" >>"$state/failed"
+}
+
+install() {
+  local pip=("$python" -m pip install -q) missing
+  [ -n "$wheels" ] && pip+=(--no-index --find-links "$wheels")
+  missing=$("$python" - "$wheels" <<'EOF'
+import importlib.util, sys
+need = {"pytest": "pytest", "expecttest": "expecttest", "nvidia.cublas": "nvidia-cublas>=13,<14"}
+if not sys.argv[1]:
+    need["hatchling"] = "hatchling"
+print(" ".join(spec for module, spec in need.items() if importlib.util.find_spec(module) is None))
+EOF
+  ) || return 1
+  if [ -n "$missing" ]; then "${pip[@]}" $missing || return 1; fi
+  if [ -n "$wheels" ]; then
+    "${pip[@]}" --no-deps --force-reinstall "$wheels"/torch_backend_{core,cuda,fake}-*.whl
+  else
+    for package in core cuda fake; do
+      "${pip[@]}" --no-build-isolation --no-deps -e "packages/torch-backend-$package" || return 1
+    done
+  fi
+}
+
+smoke() {
+  TORCH_BACKEND=gpu "$python" -m torch_backend || return 1
+  TORCH_BACKEND=gpu "$python" - <<'EOF'
+import torch
+torch.manual_seed(0)
+x, w = torch.randn(300, 257), torch.randn(257, 64)
+checks = {
+    "add": lambda t: t + 1,
+    "mul by a scalar": lambda t: t * 3,
+    "sum over rows": lambda t: t.sum(1),
+    "sum of all": lambda t: t.sum(),
+    "softmax": lambda t: t.softmax(-1),
+    "layer_norm": lambda t: torch.nn.functional.layer_norm(t, t.shape[-1:]),
+    "matmul": lambda t: t @ (w if t.device.type == "cpu" else w.to(t.device)),
+    "index_select": lambda t: t.index_select(0, torch.tensor([5, 0, 299], device=t.device)),
+    "sort": lambda t: t.sort(-1).values,
+    "cumsum": lambda t: t.cumsum(0),
+}
+failed = []
+for name, fn in checks.items():
+    try:
+        torch.testing.assert_close(fn(x.to("gpu")).cpu(), fn(x), rtol=1e-4, atol=1e-4)
+        print("ok  ", name)
+    except Exception as error:  # every check runs; the failures are listed
+        failed.append(name)
+        print("FAIL", name, type(error).__name__, str(error)[:300])
+torch.gpu.synchronize()
+raise SystemExit(1 if failed else 0)
+EOF
+}
+
+test_files() {
+  local rc=0
+  "$python" -m pytest packages/torch-backend-cuda/tests/test_gpu.py -k "not conformance_kit" -rs -q || rc=1
+  "$python" -m pytest tests/test_coexistence.py -rs -q || rc=1
+  return $rc
+}
+
+kit() {
+  local args=(gpu --known-failures "$known/known_failures.json" --known-failures "$known/known_failures_gpu.json"
+    -q -p no:warnings)
+  if [ -z "$xdist" ]; then
+    "$python" -m torch_backend.testing "${args[@]}"
+    return
+  fi
+  # In parallel, then alone what reads device-wide figures (free memory).
+  # shellcheck disable=SC2086  # $xdist is "-n 8": two words
+  "$python" -m torch_backend.testing "${args[@]}" $xdist -m "not device_alone" &&
+    "$python" -m torch_backend.testing "${args[@]}" -m device_alone
+}
+
+known=packages/torch-backend-cuda/tests
+xdist=""
+"$python" -c "import xdist" 2>/dev/null && xdist="-n 8"
+export python wheels out known xdist
+export -f install smoke test_files kit
+
+step install 300 install
+show install
+if [ -s "$state/failed" ]; then exit 1; fi
+step report 120 smoke
+show report 40
+step kit 600 kit &
+step tests 600 test_files &
+step opinfo 900 env TORCH_BACKEND=gpu "$python" -m torch_backend.testing.opinfo \
+  --known $known/known_failures.json --known $known/known_failures_gpu.json --json "$out/opinfo.json" &
+wait
+show kit
+show tests
+show opinfo 60
+# cases NAMES: --case arguments of the benchmark, one per ';'-separated part of NAMES (names hold commas).
+cases() {
+  local names name
+  IFS=';' read -ra names <<<"$1"
+  for name in "${names[@]}"; do printf -- '--case\n%s\n' "$name"; done
+}
+mapfile -t bench_cases < <(cases "${BENCH_CASES:-}")
+step bench 1800 env TORCH_BACKEND=gpu "$python" -m torch_backend.bench.reference --device gpu \
+  --reference cuda --rounds "${BENCH_ROUNDS:-5}" --repeats "${BENCH_REPEATS:-5}" --json "$out/gpu-vs-cuda.json" \
+  "${bench_cases[@]}"
+show bench 20
+mapfile -t profile_cases < <(cases "${PROFILE_CASES:-add, 16;MLP;CNN;GPT}")
+step profile 600 env TORCH_BACKEND=gpu "$python" -m torch_backend.bench.reference --device gpu \
+  --reference cuda --profile "${profile_cases[@]}"
+show profile 0
+if [ -s "$state/failed" ]; then
+  echo "FAILED steps: $(tr '\n' ' ' <"$state/failed")"
+  exit 1
+fi
+echo "every step passed"

@@ -17,6 +17,8 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import os
+import subprocess
 import sys
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
@@ -213,6 +215,41 @@ def measure(
     return ReferenceResult(case.name, *timings, case.target)
 
 
+LAUNCH_BLOCKING = {"TORCH_BACKEND_LAUNCH_BLOCKING": "1", "CUDA_LAUNCH_BLOCKING": "1"}
+
+
+def profile_worker(case_name: str, device_name: str, quick: bool) -> str:
+    """One step of a case under PyTorch's profiler, as a table of ops by total host time. Run with launch
+    blocking (``--profile`` sets it for both devices), so each op's time includes its kernels' execution:
+    a per-op device profile without device activity collection, comparable across backends."""
+    from torch.profiler import ProfilerActivity, profile
+
+    from torch_backend.bench._runner import _time_once
+
+    case = next(c for c in CASES if c.name == case_name)
+    device = torch.device(device_name, 0) if device_name != "cpu" else torch.device("cpu")
+    step = case.make(device, QUICK if quick else FULL)
+    _time_once(step, device)  # warm-up
+    with profile(activities=[ProfilerActivity.CPU]) as prof:
+        _time_once(step, device)
+    # By total time: under launch blocking a kernel's time is its launch call's, a child of the op.
+    return prof.key_averages().table(sort_by="cpu_time_total", row_limit=30)
+
+
+def profile_case(case: ReferenceCase, device_name: str, reference: str, quick: bool) -> bool:
+    """Prints the op tables of one case on the backend's device and on the reference; False if one failed."""
+    ok = True
+    for name, backend in ((device_name, device_name), (reference, "none")):
+        command = [sys.executable, "-m", MODULE, "--profile-worker", case.name, "--device", name]
+        env = os.environ | LAUNCH_BLOCKING | {"TORCH_BACKEND": backend}
+        out = subprocess.run([*command, *(["--quick"] if quick else [])], capture_output=True, text=True, env=env,
+                             timeout=900, check=False)  # fmt: skip
+        print(f"== {case.name} on {name}, launch blocking (self time includes the op's kernels)", flush=True)
+        print(out.stdout if out.returncode == 0 else f"FAILED ({out.returncode}): {out.stderr[-3000:]}", flush=True)
+        ok = ok and out.returncode == 0
+    return ok
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--device", help="the backend's device type (default: the active backend)")
@@ -222,10 +259,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help="smoke mode: tiny sizes, one round, figures meaningless")
     parser.add_argument("--json", default="bench-results/reference.json")
     parser.add_argument("--case", action="append", help="run only cases whose name contains this")
+    parser.add_argument(
+        "--profile", action="store_true", help="instead of timing: each case's ops by time on both devices"
+    )
     parser.add_argument("--worker", help=argparse.SUPPRESS)
+    parser.add_argument("--profile-worker", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.worker:
         print(worker(args.worker, args.device, args.repeats, args.quick))
+        return 0
+    if args.profile_worker:
+        print(profile_worker(args.profile_worker, args.device, args.quick))
         return 0
     import torch_backend
 
@@ -235,22 +279,35 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("no backend is active; pass --device")
     rounds, repeats = (1, 1) if args.quick else (args.rounds, args.repeats)
     cases = [c for c in CASES if not args.case or any(k in c.name for k in args.case)]
-    results = [measure(case, device_name, args.reference, rounds, repeats, args.quick) for case in cases]
-    print(f"{'case':<42}{device_name + ' (s)':>12}{args.reference + ' (s)':>12}{'ratio':>8}{'spread':>8}  target")
-    for r in results:
-        target = "reported" if math.isnan(r.target) else f"<= {r.target:.2f} {'met' if r.met else 'MISSED'}"
-        print(f"{r.case:<42}{r.device_s:>12.6f}{r.reference_s:>12.6f}{r.ratio:>8.2f}{r.spread:>8.2f}  {target}")
+    if args.profile:
+        return 0 if all([profile_case(c, device_name, args.reference, args.quick) for c in cases]) else 1
     out = Path(args.json)
     out.parent.mkdir(parents=True, exist_ok=True)
     machine = torch.cuda.get_device_name(0) if args.reference == "cuda" and torch.cuda.is_available() else "n/a"
-    out.write_text(json.dumps({"reference": args.reference, "device": device_name, "machine": machine,
-                               "quick": args.quick, "results": [asdict(r) | {"met": r.met} for r in results]},
-                              indent=2))  # fmt: skip
+    # Each row as soon as it is measured, the JSON rewritten after each case (a run cut short by a time
+    # limit keeps what it measured), and a case that fails does not lose the others' figures.
+    print(f"{'case':<42}{device_name + ' (s)':>12}{args.reference + ' (s)':>12}{'ratio':>8}{'spread':>8}  target")
+    results, failures = [], []
+    for case in cases:
+        try:
+            r = measure(case, device_name, args.reference, rounds, repeats, args.quick)
+        except RuntimeError as error:
+            print(f"{case.name:<42}  FAILED: {error}", flush=True)
+            failures.append(case.name)
+        else:
+            results.append(r)
+            target = "reported" if math.isnan(r.target) else f"<= {r.target:.2f} {'met' if r.met else 'MISSED'}"
+            print(f"{r.case:<42}{r.device_s:>12.6f}{r.reference_s:>12.6f}{r.ratio:>8.2f}{r.spread:>8.2f}  {target}",
+                  flush=True)  # fmt: skip
+        out.write_text(json.dumps({"reference": args.reference, "device": device_name, "machine": machine,
+                                   "torch": torch.__version__, "quick": args.quick, "failed": failures,
+                                   "results": [asdict(r) | {"met": r.met} for r in results]},
+                                  indent=2))  # fmt: skip
     xlabel = f"{device_name} vs {args.reference}, separate processes (time ratio, lower is better)"
-    if plot(results, out.with_suffix(".png"), xlabel):
+    if results and plot(results, out.with_suffix(".png"), xlabel):
         print(f"wrote {out.with_suffix('.png')}")
     print(f"wrote {out}")
-    return 0
+    return 1 if failures else 0
 
 
 if __name__ == "__main__":
