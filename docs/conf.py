@@ -16,7 +16,7 @@ extensions = ["myst_parser", "sphinx.ext.autodoc", "sphinx.ext.napoleon"]
 source_suffix = {".md": "markdown"}
 root_doc = "index"
 # Pages are the Markdown files below; the README is included piecewise.
-exclude_patterns = ["bench/profile.md"]
+exclude_patterns = ["bench/profile.md", "bench/gpu-*/**"]
 myst_heading_anchors = 3
 autodoc_member_order = "bysource"
 autodoc_typehints = "description"
