@@ -519,8 +519,9 @@ def test_cross_entropy_forward_and_backward_match_cpu(reduction: str, weighted: 
 
 
 def test_composed_ops_stay_on_device_kernels_and_match_cpu():
-    # _safe_softmax (attention's math path with dropout) and mse_loss are composed by core from the
-    # backend's kernels: in a process where any fallback is an error they still run, and match CPU.
+    # _safe_softmax (attention's math path with dropout), mse_loss and tril/triu (its causal mask) are
+    # composed by core from the backend's kernels: where any fallback is an error they still run, and
+    # match CPU.
     code = (
         "import torch, torch.nn.functional as F\n"
         "torch.manual_seed(0)\n"
@@ -548,6 +549,23 @@ def test_composed_ops_stay_on_device_kernels_and_match_cpu():
         "    got.sum().backward()\n"
         "    want.sum().backward()\n"
         "    torch.testing.assert_close(dx.grad.cpu(), cx.grad)\n"
+        "m = torch.randn(2, 4, 6)\n"
+        "for k in (-1, 0, 2):\n"
+        "    for op in (torch.tril, torch.triu):\n"
+        "        assert torch.equal(op(m.to('fake'), k).cpu(), op(m, k))\n"
+        "        ones = torch.ones(5, 3, dtype=torch.bool)\n"
+        "        assert torch.equal(op(ones.to('fake'), k).cpu(), op(ones, k))\n"
+        "d = m.to('fake')\n"
+        "d.tril_(1)\n"
+        "assert torch.equal(d.cpu(), m.tril(1))\n"
+        "g = m.to('fake').requires_grad_()\n"
+        "g.triu(-1).sum().backward()\n"
+        "assert torch.equal(g.grad.cpu(), torch.ones_like(m).triu(-1))\n"
+        "try:\n"
+        "    torch.tril(torch.ones(3, device='fake'))\n"
+        "    raise SystemExit('tril of a vector did not raise')\n"
+        "except RuntimeError as error:\n"
+        "    assert 'at least 2 dimensions' in str(error), error\n"
         "print('ok')\n"
     )
     env = {**os.environ, "TORCH_BACKEND_FALLBACK": "error"}

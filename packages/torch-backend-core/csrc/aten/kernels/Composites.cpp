@@ -2,13 +2,17 @@
 // backend's kernels, so that they stay on the device (as CUDA runs each as a
 // few kernels) instead of taking the copying fallback with their whole
 // inputs: `_safe_softmax` (every attention with dropout on PyTorch's math
-// path runs it over the scores) and `mse_loss`. Each is registered only where
+// path runs it over the scores), `mse_loss`, and `tril`/`triu` (the causal
+// mask of that path, built on every call). Each is registered only where
 // the backend has every kernel it uses; the results are those of ATen's own
 // definitions.
 #include <ATen/core/Reduction.h>
 #include <ATen/ops/_softmax.h>
 #include <ATen/ops/amax.h>
+#include <ATen/ops/arange.h>
 #include <ATen/ops/eq.h>
+#include <ATen/ops/gt.h>
+#include <ATen/ops/lt.h>
 #include <ATen/ops/masked_fill.h>
 #include <ATen/ops/mean.h>
 #include <ATen/ops/mul.h>
@@ -65,6 +69,32 @@ Tensor mse_loss_backward(const Tensor& grad_output, const Tensor& self,
   return at::mul(at::sub(self, target).mul_(norm), grad_output);
 }
 
+// Where a triangle keeps nothing: column - row > k above the k-th diagonal
+// (tril), < k below it (triu), over the last two dimensions.
+Tensor outside_triangle(const Tensor& self, int64_t k, bool lower,
+                        const char* name) {
+  TORCH_CHECK(self.dim() >= 2, name,
+              ": input tensor must have at least 2 dimensions");
+  const auto options = self.options().dtype(at::kLong);
+  const Tensor offset =
+      at::sub(at::arange(self.size(-1), options),
+              at::arange(self.size(-2), options).unsqueeze(1));
+  return lower ? offset.gt(k) : offset.lt(k);
+}
+
+Tensor tril(const Tensor& self, int64_t k) {
+  return self.clone().masked_fill_(outside_triangle(self, k, true, "tril"), 0);
+}
+Tensor triu(const Tensor& self, int64_t k) {
+  return self.clone().masked_fill_(outside_triangle(self, k, false, "triu"), 0);
+}
+Tensor& tril_(Tensor& self, int64_t k) {
+  return self.masked_fill_(outside_triangle(self, k, true, "tril"), 0);
+}
+Tensor& triu_(Tensor& self, int64_t k) {
+  return self.masked_fill_(outside_triangle(self, k, false, "triu"), 0);
+}
+
 bool has_elementwise(std::initializer_list<const char*> names) {
   for (const char* name : names) {
     if (elementwise_kernel(name) == nullptr) {
@@ -87,6 +117,10 @@ bool mse_loss_composable() {
          reduction_kernel("sum") != nullptr && has_elementwise({"sub", "mul"});
 }
 
+bool triangle_composable() {
+  return has_elementwise({"arange", "sub", "gt", "lt", "masked_fill", "copy"});
+}
+
 std::vector<std::string> register_composite_kernels(torch::Library& aten) {
   std::vector<std::string> registered;
   if (safe_softmax_composable()) {
@@ -96,6 +130,12 @@ std::vector<std::string> register_composite_kernels(torch::Library& aten) {
     impl_if_listed(aten, registered, "mse_loss", TORCH_FN(mse_loss));
     impl_if_listed(aten, registered, "mse_loss_backward",
                    TORCH_FN(mse_loss_backward));
+  }
+  if (triangle_composable()) {
+    impl_if_listed(aten, registered, "tril", TORCH_FN(tril));
+    impl_if_listed(aten, registered, "triu", TORCH_FN(triu));
+    impl_if_listed(aten, registered, "tril_", TORCH_FN(tril_));
+    impl_if_listed(aten, registered, "triu_", TORCH_FN(triu_));
   }
   return registered;
 }

@@ -88,6 +88,8 @@ std::vector<OpTableRow> op_table() {
            safe_softmax_composable(), {"_safe_softmax"});
   add_rows(rows, "composite", "sub+mul+mean/sum", mse_loss_composable(),
            {"mse_loss", "mse_loss_backward"});
+  add_rows(rows, "composite", "arange+sub+gt/lt+masked_fill",
+           triangle_composable(), {"tril", "triu", "tril_", "triu_"});
   return rows;
 }
 

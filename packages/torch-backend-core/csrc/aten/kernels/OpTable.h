@@ -152,10 +152,11 @@ std::vector<std::string> register_random_kernels(torch::Library& aten);
 // SDPA's fused path (and torch._fused_sdp_choice, always).
 std::vector<std::string> register_attention_kernels(torch::Library& aten);
 // Ops core composes from other kernels (Composites.cpp): _safe_softmax,
-// mse_loss; and whether the backend has every kernel each one uses.
+// mse_loss, tril/triu; and whether the backend has every kernel each uses.
 std::vector<std::string> register_composite_kernels(torch::Library& aten);
 bool safe_softmax_composable();
 bool mse_loss_composable();
+bool triangle_composable();
 // ATen's own native kernels (arange) over device-kernel DispatchStubs.
 std::vector<std::string> register_stub_kernels(torch::Library& aten);
 
