@@ -39,11 +39,6 @@ struct MapFn {
 // with one vector load per input and one vector store (16 bytes for float),
 // as CUDA's own element-wise kernels do, then the tail element by element.
 // Memory-bound ops reach the bandwidth only so.
-template <typename T, int kVector>
-struct alignas(sizeof(T) * kVector) Vector {
-  T v[kVector];
-};
-
 template <typename In, int Inputs>
 struct InputPointers {
   const In* p[Inputs > 0 ? Inputs : 1];
@@ -71,12 +66,12 @@ __global__ void vector_map_kernel(std::int64_t n, Out* out,
       blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x;
   const std::int64_t vectors = n / kVector;
   for (std::int64_t v = first; v < vectors; v += step) {
-    Vector<In, kVector> loaded[Inputs > 0 ? Inputs : 1];
+    Packed<In, kVector> loaded[Inputs > 0 ? Inputs : 1];
 #pragma unroll
     for (int k = 0; k < Inputs; ++k) {
-      loaded[k] = reinterpret_cast<const Vector<In, kVector>*>(in.p[k])[v];
+      loaded[k] = reinterpret_cast<const Packed<In, kVector>*>(in.p[k])[v];
     }
-    Vector<Out, kVector> result;
+    Packed<Out, kVector> result;
 #pragma unroll
     for (int j = 0; j < kVector; ++j) {
       In x[Inputs > 0 ? Inputs : 1];
@@ -86,7 +81,7 @@ __global__ void vector_map_kernel(std::int64_t n, Out* out,
       }
       result.v[j] = map_one<Out, In, Inputs>(op, x);
     }
-    reinterpret_cast<Vector<Out, kVector>*>(out)[v] = result;
+    reinterpret_cast<Packed<Out, kVector>*>(out)[v] = result;
   }
   for (std::int64_t i = vectors * kVector + first; i < n; i += step) {
     In x[Inputs > 0 ? Inputs : 1];

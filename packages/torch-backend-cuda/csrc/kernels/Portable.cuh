@@ -307,6 +307,13 @@ struct Rows {
   std::int64_t count() const { return length == 0 ? 0 : map.count(); }
 };
 
+// kVector elements read or written as one aligned access (16 bytes for
+// float), as CUDA's memory-bound kernels access memory.
+template <typename T, int kVector>
+struct alignas(sizeof(T) * kVector) Packed {
+  T v[kVector];
+};
+
 template <typename T>
 T* data_of(const TensorView& view) {
   return static_cast<T*>(view.data);

@@ -127,6 +127,44 @@ struct ReduceSource {
   }
 };
 
+// Lane `lane` of `lanes` folding in[begin, end) of output o. Where the
+// folded dimension is contiguous and aligned, a lane reads kVector
+// consecutive elements per load (16 bytes for float, as CUDA's reductions
+// read), elements begin + (lane + k * lanes) * kVector + j; else it folds
+// begin + lane + k * lanes. Either way the lanes together fold the range once.
+template <typename T, typename Op>
+GPU_HD typename Op::Acc fold_lane(const ReduceSource<T, Op>& source,
+                                  std::int64_t o, std::int64_t begin,
+                                  std::int64_t end, std::int64_t lane,
+                                  std::int64_t lanes) {
+  constexpr int kVector =
+      sizeof(T) >= 16 ? 1 : 16 / static_cast<int>(sizeof(T));
+  const ReducePlan& plan = source.plan;
+  if (kVector > 1 && plan.folded.dims == 1 && plan.folded.strides[0][0] == 1) {
+    std::int64_t at[2];
+    plan.kept.offsets(o, at);
+    const T* base = source.in + at[1] + begin;
+    if (reinterpret_cast<std::uintptr_t>(base) % 16 == 0) {
+      using Acc = typename Op::Acc;
+      const std::int64_t n = end > begin ? end - begin : 0;
+      const std::int64_t vectors = n / kVector;
+      const auto* packed = reinterpret_cast<const Packed<T, kVector>*>(base);
+      Acc acc = Op::init();
+      for (std::int64_t v = lane; v < vectors; v += lanes) {
+        const Packed<T, kVector> x = packed[v];
+        for (int j = 0; j < kVector; ++j) {
+          acc = Op::combine(acc, static_cast<Acc>(load(x.v[j])));
+        }
+      }
+      for (std::int64_t i = vectors * kVector + lane; i < n; i += lanes) {
+        acc = Op::combine(acc, static_cast<Acc>(load(base[i])));
+      }
+      return acc;
+    }
+  }
+  return source.fold(o, begin + lane, end, lanes);
+}
+
 // One thread per output, folding everything (partials == nullptr), or
 // combining the output's `splits` partial results.
 template <typename T, typename Op>
@@ -165,7 +203,8 @@ __global__ void reduce_partials_kernel(ReduceSource<T, Op> source,
   const std::int64_t begin = (blockIdx.x % splits) * chunk;
   const std::int64_t end =
       begin + chunk < source.plan.reduced ? begin + chunk : source.plan.reduced;
-  shared[threadIdx.x] = source.fold(o, begin + threadIdx.x, end, blockDim.x);
+  shared[threadIdx.x] =
+      fold_lane(source, o, begin, end, threadIdx.x, blockDim.x);
   __syncthreads();
   for (unsigned width = blockDim.x / 2; width > 0; width /= 2) {
     if (threadIdx.x < width) {
@@ -202,7 +241,8 @@ Status launch_partials(const KernelContext& ctx,
                                  : source.plan.reduced;
     auto acc = Op::init();
     for (int thread = 0; thread < kThreads; ++thread) {
-      acc = Op::combine(acc, source.fold(o, begin + thread, end, kThreads));
+      acc =
+          Op::combine(acc, fold_lane(source, o, begin, end, thread, kThreads));
     }
     partials[b] = acc;
   }
@@ -236,7 +276,11 @@ struct ReduceJob {
       std::int64_t splits = kTargetBlocks / plan.outputs;
       const std::int64_t most = plan.reduced / (kThreads * 4);
       splits = splits < 1 ? 1 : (splits > most ? most : splits);
-      const std::int64_t chunk = (plan.reduced + splits - 1) / splits;
+      // Chunks of whole 16-byte vectors keep every chunk's start aligned.
+      constexpr std::int64_t kAlign = 16;
+      const std::int64_t chunk =
+          ((plan.reduced + splits - 1) / splits + kAlign - 1) / kAlign * kAlign;
+      splits = (plan.reduced + chunk - 1) / chunk;
       torch_backend::KernelWorkspace workspace(
           ctx, static_cast<std::size_t>(plan.outputs * splits) *
                    sizeof(typename Op::Acc));
