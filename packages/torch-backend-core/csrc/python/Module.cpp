@@ -19,6 +19,7 @@
 
 #include "../aten/kernels/OpTable.h"
 #include "../profiler/KinetoProfiler.h"
+#include "../profiler/LegacyProfiler.h"
 #include "MemoryHistory.h"
 #include "Serialization.h"
 #include "Sharing.h"
@@ -50,6 +51,7 @@ void activate_loaded() {
   activate(g_loaded);
   register_metadata_serialization();
   register_device_profiler();
+  register_legacy_profiler_stubs();
 }
 
 void synchronize(int device) {

@@ -1,4 +1,4 @@
-"""PyTorch's profiler on the device: device time per op, Chrome traces.
+"""PyTorch's profiler on the device: device time per op, Chrome traces, and the legacy profiler.
 
 With ``ProfilerActivity.PrivateUse1`` core times every device kernel it
 launches with the runtime's events and hands the result to PyTorch's profiler
@@ -17,6 +17,7 @@ import torch
 from torch.profiler import ProfilerActivity, profile, record_function
 
 from torch_backend import _C
+from torch_backend.testing import run_python
 from torch_backend.testing.conformance._support import DEVICE, dev
 
 # Whether the backend's device kernels serve the ops timed below (core's op table).
@@ -97,3 +98,24 @@ def test_without_the_device_activity_nothing_is_timed_on_the_device() -> None:
     assert all(device_time(event) == 0 for event in averages.values())
     # The device keeps working after profiling sessions of either kind.
     torch.testing.assert_close(torch.mm(a, a).cpu(), a.cpu() @ a.cpu())
+
+
+def test_legacy_profiler_times_every_op_with_device_events() -> None:
+    # use_kineto=False: PyTorch's legacy profiler brackets each op with two of the device's timing events
+    # (its PrivateUse1 stubs), on the fallback as on kernels; without them every op warns "not enabled"
+    # and the times are garbage. In a fresh process: the warning goes to stderr, not to Python.
+    code = (
+        "import torch\n"
+        f"x = torch.randn(64, 64, device={DEVICE!r})\n"
+        f"with torch.autograd.profiler.profile(use_device={DEVICE!r}, use_kineto=False) as prof:\n"
+        "    (x @ x).relu()\n"
+        f"    torch.{DEVICE}.synchronize()\n"
+        "ops = {e.name: e for e in prof.function_events}\n"
+        "assert {'aten::mm', 'aten::relu'} <= set(ops), sorted(ops)\n"
+        "for name in ('aten::mm', 'aten::relu'):\n"
+        "    assert 0 < ops[name].cpu_time_total < 60e6 and 0 < ops[name].device_time_total < 60e6, ops[name]\n"
+        "print('ok')\n"
+    )
+    out = run_python(code)
+    assert out.stdout.strip() == "ok"
+    assert "not enabled" not in out.stderr, out.stderr[-2000:]
