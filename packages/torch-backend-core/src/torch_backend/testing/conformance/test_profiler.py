@@ -100,22 +100,27 @@ def test_without_the_device_activity_nothing_is_timed_on_the_device() -> None:
     torch.testing.assert_close(torch.mm(a, a).cpu(), a.cpu() @ a.cpu())
 
 
-def test_legacy_profiler_times_every_op_with_device_events() -> None:
-    # use_kineto=False: PyTorch's legacy profiler brackets each op with two of the device's timing events
-    # (its PrivateUse1 stubs), on the fallback as on kernels; without them every op warns "not enabled"
-    # and the times are garbage. In a fresh process: the warning goes to stderr, not to Python.
+@pytest.mark.parametrize("use_kineto", [False, True])
+def test_autograd_profiler_times_every_op_with_device_events(use_kineto: bool) -> None:
+    # torch.autograd.profiler.profile(use_device=DEVICE), as PyTorch's OpenReg tests use it: each op is
+    # bracketed with two of the device's timing events (PyTorch's PrivateUse1 profiler stubs), on the
+    # fallback as on kernels; without them every op warned "not enabled" and the times were garbage
+    # (-2e16 us). Device time: every op's in the legacy profiler (events around each op), those that
+    # ran as device kernels with Kineto (2.13+'s registry). In a fresh process: the warnings go to stderr.
+    timed_on_device = not use_kineto or (KERNELS and HAS_REGISTRY)
     code = (
         "import torch\n"
         f"x = torch.randn(64, 64, device={DEVICE!r})\n"
-        f"with torch.autograd.profiler.profile(use_device={DEVICE!r}, use_kineto=False) as prof:\n"
+        f"with torch.autograd.profiler.profile(use_device={DEVICE!r}, use_kineto={use_kineto}) as prof:\n"
         "    (x @ x).relu()\n"
         f"    torch.{DEVICE}.synchronize()\n"
         "ops = {e.name: e for e in prof.function_events}\n"
         "assert {'aten::mm', 'aten::relu'} <= set(ops), sorted(ops)\n"
         "for name in ('aten::mm', 'aten::relu'):\n"
-        "    assert 0 < ops[name].cpu_time_total < 60e6 and 0 < ops[name].device_time_total < 60e6, ops[name]\n"
+        "    assert 0 < ops[name].cpu_time_total < 60e6 and 0 <= ops[name].device_time_total < 60e6, ops[name]\n"
+        f"assert ops['aten::mm'].device_time_total > 0 or not {timed_on_device}, ops['aten::mm']\n"
         "print('ok')\n"
     )
     out = run_python(code)
     assert out.stdout.strip() == "ok"
-    assert "not enabled" not in out.stderr, out.stderr[-2000:]
+    assert "not enabled" not in out.stderr and "INTERNAL ASSERT" not in out.stderr, out.stderr[-2000:]
