@@ -1,5 +1,6 @@
 """`python -m torch_backend` and the `torch-backend` console script."""
 
+import json
 import os
 import shutil
 import subprocess
@@ -46,3 +47,28 @@ def test_a_reader_that_stops_early_ends_the_command_quietly():
         os.close(write_end)
     assert "Traceback" not in out.stderr and "BrokenPipeError" not in out.stderr, out.stderr
     assert out.returncode == 1
+
+
+def test_ops_run_reports_where_a_scripts_ops_ran_and_keeps_its_exit_status(tmp_path):
+    # `python -m torch_backend ops --json FILE --run SCRIPT ARGS`: the script runs as `python SCRIPT ARGS`
+    # would (its argv, its exit status), and the report is printed and written even when it fails.
+    script = tmp_path / "step.py"
+    script.write_text(
+        "import sys, torch\n"
+        "x = torch.randn(4, 4, device='fake')\n"
+        "y = torch.nn.functional.conv2d(x[None, None], torch.ones(1, 1, 3, 3, device='fake'))\n"
+        "print('argv', sys.argv[1:], y.shape[-1])\n"
+        "sys.exit(int(sys.argv[1]))\n"
+    )
+    report = tmp_path / "report.json"
+    command = [sys.executable, "-m", "torch_backend", "ops", "--json", str(report), "--run", str(script)]
+    out = subprocess.run([*command, "3"], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 3, out.stderr
+    assert "argv ['3'] 2" in out.stdout
+    assert "convolution" in out.stdout and "on the CPU fallback" in out.stdout
+    rows = {row["op"]: row for row in json.loads(report.read_text())}
+    assert rows["convolution"]["zero_copy_calls"] + rows["convolution"]["copying_calls"] == 1
+    missing = subprocess.run(
+        [sys.executable, "-m", "torch_backend", "ops", "--run"], capture_output=True, text=True, timeout=120
+    )
+    assert missing.returncode == 2 and "ops --run needs a script" in missing.stderr

@@ -17,6 +17,7 @@
 #include <torch_backend/Generator.h>
 #include <torch_backend/Runtime.h>
 
+#include "../aten/OpReport.h"
 #include "../aten/kernels/OpTable.h"
 #include "../profiler/KinetoProfiler.h"
 #include "../profiler/LegacyProfiler.h"
@@ -194,6 +195,18 @@ PYBIND11_MODULE(_C, m) {
     for (const OpTableRow& row : op_table()) {
       rows.emplace_back(row.op, row.family, row.kernel, row.on_device,
                         row.forced);
+    }
+    return rows;
+  });
+  m.def("_open_op_report", &open_op_report);
+  // (op, device calls, zero-copy calls, copying calls, bytes copied, host ns)
+  m.def("_close_op_report", [] {
+    std::vector<
+        std::tuple<std::string, int64_t, int64_t, int64_t, int64_t, int64_t>>
+        rows;
+    for (const OpReportRow& row : close_op_report()) {
+      rows.emplace_back(row.op, row.device_calls, row.zero_copy_calls,
+                        row.copying_calls, row.bytes_copied, row.host_ns);
     }
     return rows;
   });

@@ -13,6 +13,7 @@ from torch_backend._backend import Backend, BackendInfo
 from torch_backend._discovery import ENTRY_POINT_GROUP, discover
 from torch_backend._inductor import InductorCodegen
 from torch_backend._metadata import set_tensor_metadata, tensor_metadata
+from torch_backend._op_report import OpCount, OpReport, op_report
 
 __version__ = "0.1.0"
 
@@ -24,10 +25,13 @@ __all__ = [
     "Backend",
     "BackendInfo",
     "InductorCodegen",
+    "OpCount",
+    "OpReport",
     "activate",
     "active_backend",
     "cmake_prefix_path",
     "discover",
+    "op_report",
     "set_tensor_metadata",
     "tensor_metadata",
 ]

@@ -105,14 +105,55 @@ def main(argv: list[str] | None = None) -> int:
     )
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
     commands.add_parser("report", help="installed backends, availability and the active devices (the default)")
-    commands.add_parser("ops", help="which ops run on the active backend's device kernels, which on the CPU fallback")
+    ops = commands.add_parser(
+        "ops", help="which ops run on the active backend's device kernels, which on the CPU fallback"
+    )
+    ops.add_argument(
+        "--run",
+        nargs=argparse.REMAINDER,
+        metavar="SCRIPT [ARGS]",
+        help="run a Python script and report where each op it called ran (counts, bytes copied, host "
+        "time); last: what follows goes to the script",
+    )
+    ops.add_argument("--json", help="with --run (and before it): also write the report here as JSON")
     new = commands.add_parser("new", help="write a new backend package that builds against this core")
     new.add_argument("name", help="the device name (torch.device('NAME'), torch.NAME)")
     new.add_argument("--dest", default=".", help="folder to create torch-backend-NAME in (default: here)")
     args = parser.parse_args(sys.argv[1:] if argv is None else argv)
     if args.command == "new":
         return new_backend(args.name, args.dest)
+    if args.command == "ops" and args.run is not None:
+        return run_with_op_report(args.run, args.json)
     return emit(ops_report() if args.command == "ops" else report())
+
+
+def run_with_op_report(command: list[str], json_path: str | None) -> int:
+    """Runs ``command`` (a script and its arguments) as ``python SCRIPT ARGS`` would, counting where its ops
+    run; prints the report (and writes it as JSON) even if the script fails, then returns its status."""
+    import runpy
+
+    from torch_backend import op_report
+
+    if not command:
+        print("error: ops --run needs a script", file=sys.stderr)
+        return 2
+    status = 0
+    sys.argv = list(command)
+    sys.path.insert(0, str(Path(command[0]).resolve().parent))
+    with op_report() as report:
+        try:
+            runpy.run_path(command[0], run_name="__main__")
+        except SystemExit as exit_:
+            status = exit_.code if isinstance(exit_.code, int) else (0 if exit_.code is None else 1)
+        except Exception:
+            import traceback
+
+            traceback.print_exc()
+            status = 1
+    if json_path:
+        Path(json_path).write_text(report.to_json())
+    emitted = emit(report.table())
+    return status or emitted
 
 
 def emit(text: str) -> int:

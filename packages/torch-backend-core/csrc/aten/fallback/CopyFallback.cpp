@@ -10,6 +10,7 @@
 
 #include <torch_backend/Runtime.h>
 
+#include "../OpReport.h"
 #include "Fallback.h"
 #include "GeneratorBridge.h"
 #include "HostThreads.h"
@@ -57,16 +58,46 @@ c10::SmallVector<StagedArgument, 2> stage_undeclared_writes(
   return staged;
 }
 
+// Bytes of the device tensors among the last `count` stack values: what
+// cpu_fallback copies to the host (arguments) or back (results).
+std::int64_t device_bytes(const torch::jit::Stack& stack, size_t count) {
+  std::int64_t bytes = 0;
+  for (size_t i = stack.size() - count; i < stack.size(); ++i) {
+    const c10::IValue& value = stack[i];
+    if (value.isTensor()) {
+      const at::Tensor& t = value.toTensor();
+      bytes += t.defined() && on_device(t)
+                   ? static_cast<std::int64_t>(t.nbytes())
+                   : 0;
+    } else if (value.isTensorList()) {
+      for (const at::Tensor& t : value.toTensorVector()) {
+        bytes += t.defined() && on_device(t)
+                     ? static_cast<std::int64_t>(t.nbytes())
+                     : 0;
+      }
+    }
+  }
+  return bytes;
+}
+
 }  // namespace
 
 void copy_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
   apply_fallback_policy(op);
   const c10::FunctionSchema& schema = op.schema();
+  FallbackCallCount count(OpPath::CopyingFallback, op_report_open());
+  if (count.open()) {
+    count.set_op(qualified_op_name(op.operator_name()));
+    count.add_bytes(device_bytes(*stack, schema.arguments().size()));
+  }
   auto generator = bridge_generator(schema, stack, op_device(op, *stack));
   auto staged = stage_undeclared_writes(op, *stack);
   {
     SerialForSmallWork serial(*stack, schema.arguments().size());
     at::native::cpu_fallback(op, stack);
+  }
+  if (count.open()) {
+    count.add_bytes(device_bytes(*stack, schema.returns().size()));
   }
   for (StagedArgument& argument : staged) {
     argument.device.copy_(argument.host);

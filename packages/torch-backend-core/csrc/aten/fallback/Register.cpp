@@ -12,6 +12,7 @@
 
 #include <torch_backend/Runtime.h>
 
+#include "../OpReport.h"
 #include "../Registration.h"
 #include "Fallback.h"
 
@@ -23,15 +24,6 @@ namespace {
 // CPU, CUDA or XPU. On the CPU the same kernels do the real work.
 constexpr const char* kCompositesRefusingDevices[] = {
     "convolution", "convolution_backward", "mode.values"};
-
-// "add.Tensor" for aten::add.Tensor, as torch::Library::impl takes it.
-std::string qualified_name(const c10::OperatorName& name) {
-  std::string qualified = name.name.substr(6);  // drop "aten::"
-  if (!name.overload_name.empty()) {
-    qualified += "." + name.overload_name;
-  }
-  return qualified;
-}
 
 bool wants_direct_fallback(const c10::OperatorHandle& op) {
   using c10::DispatchKey;
@@ -88,7 +80,7 @@ void register_cpu_fallback() {
     if (!op || !wants_direct_fallback(*op)) {
       continue;
     }
-    const std::string qualified = qualified_name(name);
+    const std::string qualified = qualified_op_name(name);
     if (zero_copy) {
       if (std::find(unboxed.begin(), unboxed.end(), qualified) ==
           unboxed.end()) {

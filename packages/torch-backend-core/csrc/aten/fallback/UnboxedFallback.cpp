@@ -25,6 +25,7 @@
 #include <torch_backend/HostAccess.h>
 #include <torch_backend/Runtime.h>
 
+#include "../OpReport.h"
 #include "Fallback.h"
 
 namespace torch_backend {
@@ -55,7 +56,13 @@ struct Unboxed;
 // Functional: the result is a fresh (routed) allocation or a view.
 template <class Op, class... Args>
 struct Unboxed<Op, at::Tensor(Args...)> {
+  static inline const char* op_name = "";  // set at registration
+
   static at::Tensor call(Args... args) {
+    FallbackCallCount count(OpPath::ZeroCopyFallback, op_report_open());
+    if (count.open()) {
+      count.set_op(op_name);
+    }
     const c10::Device device = device_of(args...);
     c10::DeviceGuard guard(device);
     wait_for_host_access(device);
@@ -73,7 +80,13 @@ struct Unboxed<Op, at::Tensor(Args...)> {
 // In-place on `self`: element-wise in-place ops never resize it.
 template <class Op, class... Rest>
 struct Unboxed<Op, at::Tensor&(at::Tensor&, Rest...)> {
+  static inline const char* op_name = "";  // set at registration
+
   static at::Tensor& call(at::Tensor& self, Rest... rest) {
+    FallbackCallCount count(OpPath::ZeroCopyFallback, op_report_open());
+    if (count.open()) {
+      count.set_op(op_name);
+    }
     const c10::Device device = device_of(self, rest...);
     c10::DeviceGuard guard(device);
     wait_for_host_access(device);
@@ -95,6 +108,7 @@ struct Entry {
 template <class Op>
 constexpr Entry entry(const char* name) {
   return {name, [](torch::Library& lib, const char* n) {
+            Unboxed<Op>::op_name = n;
             lib.impl(n, TORCH_FN(Unboxed<Op>::call));
           }};
 }

@@ -103,6 +103,7 @@ bool kernel_ran(Status status) {
 }
 
 void fall_back(const c10::OperatorHandle& op, torch::jit::Stack& stack) {
+  DeviceKernelCount::mark_declined();  // the fallback counts this call
   run_fallback(op, &stack);
 }
 

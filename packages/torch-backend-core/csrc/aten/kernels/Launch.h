@@ -21,6 +21,7 @@
 #include "../../runtime/DeviceActivity.h"
 #include "../DeviceCheck.h"
 #include "../LaunchBlocking.h"
+#include "../OpReport.h"
 #include "ForcedFallback.h"
 
 namespace torch_backend {
@@ -63,6 +64,15 @@ struct DeviceChecked<Ret(Args...), Kernel, CpuIndices> {
   static inline const char* op_name = "";
 
   static Ret call(Args... args) {
+    if (C10_UNLIKELY(op_report_open())) {
+      DeviceKernelCount count(op_name);
+      return checked(std::forward<Args>(args)...);
+    }
+    return checked(std::forward<Args>(args)...);
+  }
+
+ private:
+  static Ret checked(Args... args) {
     DeviceCheck check(CpuIndices);
     (check.see_argument(args), ...);
     const std::optional<c10::Device> device = check.device();
@@ -81,7 +91,6 @@ struct DeviceChecked<Ret(Args...), Kernel, CpuIndices> {
     return Kernel(std::forward<Args>(args)...);
   }
 
- private:
   static c10::Device current() {
     return c10::Device(c10::DeviceType::PrivateUse1,
                        static_cast<c10::DeviceIndex>(current_device()));
