@@ -73,6 +73,15 @@ def same(device_result: torch.Tensor, cpu_result: torch.Tensor) -> None:
 FAMILIES = ["elementwise", "reduction", "gemm", "softmax", "loss", "indexing", "norm", "random"]
 
 
+def assert_runs_on_kernels_alone(code: str) -> None:
+    """Runs ``code`` in a process where any fallback is an error (its calls are then the kernels'); it must
+    print "ok"."""
+    env = {**os.environ, "TORCH_BACKEND_FALLBACK": "error"}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "ok"
+
+
 @pytest.mark.parametrize("family", FAMILIES)
 def test_every_op_of_the_family_runs_on_device_kernels(family: str):
     rows = {op: on_device for op, fam, _, on_device, _ in _C._op_table() if fam == family}
@@ -396,10 +405,7 @@ def test_variance_runs_on_the_kernel_with_out_resize_and_gradients():
         "assert s.dtype == torch.float16 and torch.allclose(s.cpu(), x.half().std(0), atol=1e-2)\n"
         "print('ok')\n"
     )
-    env = {**os.environ, "TORCH_BACKEND_FALLBACK": "error"}
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120)
-    assert out.returncode == 0, out.stderr
-    assert out.stdout.strip() == "ok"
+    assert_runs_on_kernels_alone(code)
     # Autograd's var/std backward formulas run on the device too.
     x = torch.randn(4, 6, requires_grad=True)
     d = x.detach().to("fake").requires_grad_()
@@ -568,10 +574,7 @@ def test_composed_ops_stay_on_device_kernels_and_match_cpu():
         "    assert 'at least 2 dimensions' in str(error), error\n"
         "print('ok')\n"
     )
-    env = {**os.environ, "TORCH_BACKEND_FALLBACK": "error"}
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120)
-    assert out.returncode == 0, out.stderr
-    assert out.stdout.strip() == "ok"
+    assert_runs_on_kernels_alone(code)
 
 
 def test_nll_loss_single_sample_and_bad_targets():

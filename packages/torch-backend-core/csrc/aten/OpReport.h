@@ -63,21 +63,28 @@ class DeviceKernelCount {
   int exceptions_;
 };
 
-// Times one fallback call of `op` (set only while a report is open) and
-// counts it when the call ends, with the bytes it says it copied.
+// While a report is open, times one fallback call of an op and counts it
+// when the call ends, with the bytes it says it copied; else does nothing.
 class FallbackCallCount {
  public:
-  FallbackCallCount(OpPath path, bool open)
-      : path_(path),
-        open_(open),
-        start_(open ? std::chrono::steady_clock::now()
-                    : std::chrono::steady_clock::time_point()) {}
+  // `op` as the op table spells it ("add.Tensor").
+  FallbackCallCount(OpPath path, const char* op) : FallbackCallCount(path) {
+    if (open_) {
+      op_ = op;
+    }
+  }
+  // The name is spelled only while a report is open.
+  FallbackCallCount(OpPath path, const c10::OperatorName& op)
+      : FallbackCallCount(path) {
+    if (open_) {
+      op_ = qualified_op_name(op);
+    }
+  }
   FallbackCallCount(const FallbackCallCount&) = delete;
   FallbackCallCount& operator=(const FallbackCallCount&) = delete;
   ~FallbackCallCount();
 
   bool open() const { return open_; }
-  void set_op(std::string op) { op_ = std::move(op); }
   void add_bytes(std::int64_t bytes) { bytes_ += bytes; }
 
  private:
@@ -86,6 +93,12 @@ class FallbackCallCount {
   std::chrono::steady_clock::time_point start_;
   std::string op_;
   std::int64_t bytes_ = 0;
+
+  explicit FallbackCallCount(OpPath path)
+      : path_(path),
+        open_(op_report_open()),
+        start_(open_ ? std::chrono::steady_clock::now()
+                     : std::chrono::steady_clock::time_point()) {}
 };
 
 struct OpReportRow {

@@ -10,6 +10,20 @@ namespace gpu {
 
 using torch_backend::ElementwiseCall;
 
+// op of one element's inputs x (In), in the compute type, stored as Out.
+template <typename Out, typename In, int Inputs, typename Op>
+GPU_HD Out map_one(const Op& op, const In (&x)[Inputs > 0 ? Inputs : 1]) {
+  if constexpr (Inputs == 0) {
+    return store<Out>(op());
+  } else if constexpr (Inputs == 1) {
+    return store<Out>(op(load(x[0])));
+  } else if constexpr (Inputs == 2) {
+    return store<Out>(op(load(x[0]), load(x[1])));
+  } else {
+    return store<Out>(op(load(x[0]), load(x[1]), load(x[2])));
+  }
+}
+
 // out[i] = op(in0[i], ...): In the inputs' type, Out the output's.
 template <typename Out, typename In, int Inputs, typename Op>
 struct MapFn {
@@ -21,16 +35,11 @@ struct MapFn {
   GPU_HD void operator()(std::int64_t i) const {
     std::int64_t at[Inputs + 1];
     map.offsets(i, at);
-    if constexpr (Inputs == 0) {
-      out[at[0]] = store<Out>(op());
-    } else if constexpr (Inputs == 1) {
-      out[at[0]] = store<Out>(op(load(in[0][at[1]])));
-    } else if constexpr (Inputs == 2) {
-      out[at[0]] = store<Out>(op(load(in[0][at[1]]), load(in[1][at[2]])));
-    } else {
-      out[at[0]] = store<Out>(
-          op(load(in[0][at[1]]), load(in[1][at[2]]), load(in[2][at[3]])));
+    In x[Inputs > 0 ? Inputs : 1];
+    for (int k = 0; k < Inputs; ++k) {
+      x[k] = in[k][at[k + 1]];
     }
+    out[at[0]] = map_one<Out, In, Inputs>(op, x);
   }
 };
 
@@ -43,20 +52,6 @@ template <typename In, int Inputs>
 struct InputPointers {
   const In* p[Inputs > 0 ? Inputs : 1];
 };
-
-template <typename Out, typename In, int Inputs, typename Op>
-__device__ __forceinline__ Out map_one(const Op& op,
-                                       const In (&x)[Inputs > 0 ? Inputs : 1]) {
-  if constexpr (Inputs == 0) {
-    return store<Out>(op());
-  } else if constexpr (Inputs == 1) {
-    return store<Out>(op(load(x[0])));
-  } else if constexpr (Inputs == 2) {
-    return store<Out>(op(load(x[0]), load(x[1])));
-  } else {
-    return store<Out>(op(load(x[0]), load(x[1]), load(x[2])));
-  }
-}
 
 template <int kVector, typename Out, typename In, int Inputs, typename Op>
 __global__ void vector_map_kernel(std::int64_t n, Out* out,

@@ -62,18 +62,18 @@ c10::SmallVector<StagedArgument, 2> stage_undeclared_writes(
 // cpu_fallback copies to the host (arguments) or back (results).
 std::int64_t device_bytes(const torch::jit::Stack& stack, size_t count) {
   std::int64_t bytes = 0;
+  const auto add = [&bytes](const at::Tensor& t) {
+    if (t.defined() && on_device(t)) {
+      bytes += static_cast<std::int64_t>(t.nbytes());
+    }
+  };
   for (size_t i = stack.size() - count; i < stack.size(); ++i) {
     const c10::IValue& value = stack[i];
     if (value.isTensor()) {
-      const at::Tensor& t = value.toTensor();
-      bytes += t.defined() && on_device(t)
-                   ? static_cast<std::int64_t>(t.nbytes())
-                   : 0;
+      add(value.toTensor());
     } else if (value.isTensorList()) {
       for (const at::Tensor& t : value.toTensorVector()) {
-        bytes += t.defined() && on_device(t)
-                     ? static_cast<std::int64_t>(t.nbytes())
-                     : 0;
+        add(t);
       }
     }
   }
@@ -85,9 +85,8 @@ std::int64_t device_bytes(const torch::jit::Stack& stack, size_t count) {
 void copy_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
   apply_fallback_policy(op);
   const c10::FunctionSchema& schema = op.schema();
-  FallbackCallCount count(OpPath::CopyingFallback, op_report_open());
+  FallbackCallCount count(OpPath::CopyingFallback, op.operator_name());
   if (count.open()) {
-    count.set_op(qualified_op_name(op.operator_name()));
     count.add_bytes(device_bytes(*stack, schema.arguments().size()));
   }
   auto generator = bridge_generator(schema, stack, op_device(op, *stack));

@@ -124,10 +124,7 @@ at::Tensor result_to_device(const at::Tensor& cpu, c10::Device device,
 
 void host_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
   apply_fallback_policy(op);
-  FallbackCallCount count(OpPath::ZeroCopyFallback, op_report_open());
-  if (count.open()) {
-    count.set_op(qualified_op_name(op.operator_name()));
-  }
+  const FallbackCallCount count(OpPath::ZeroCopyFallback, op.operator_name());
   const c10::FunctionSchema& schema = op.schema();
   const size_t num_args = schema.arguments().size();
   const size_t first = stack->size() - num_args;

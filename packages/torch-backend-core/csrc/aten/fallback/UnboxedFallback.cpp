@@ -59,10 +59,7 @@ struct Unboxed<Op, at::Tensor(Args...)> {
   static inline const char* op_name = "";  // set at registration
 
   static at::Tensor call(Args... args) {
-    FallbackCallCount count(OpPath::ZeroCopyFallback, op_report_open());
-    if (count.open()) {
-      count.set_op(op_name);
-    }
+    const FallbackCallCount count(OpPath::ZeroCopyFallback, op_name);
     const c10::Device device = device_of(args...);
     c10::DeviceGuard guard(device);
     wait_for_host_access(device);
@@ -83,10 +80,7 @@ struct Unboxed<Op, at::Tensor&(at::Tensor&, Rest...)> {
   static inline const char* op_name = "";  // set at registration
 
   static at::Tensor& call(at::Tensor& self, Rest... rest) {
-    FallbackCallCount count(OpPath::ZeroCopyFallback, op_report_open());
-    if (count.open()) {
-      count.set_op(op_name);
-    }
+    const FallbackCallCount count(OpPath::ZeroCopyFallback, op_name);
     const c10::Device device = device_of(self, rest...);
     c10::DeviceGuard guard(device);
     wait_for_host_access(device);

@@ -70,29 +70,25 @@ Tensor mse_loss_backward(const Tensor& grad_output, const Tensor& self,
 }
 
 // Where a triangle keeps nothing: column - row > k above the k-th diagonal
-// (tril), < k below it (triu), over the last two dimensions.
-Tensor outside_triangle(const Tensor& self, int64_t k, bool lower,
-                        const char* name) {
-  TORCH_CHECK(self.dim() >= 2, name,
+// (tril, kLower), < k below it (triu), over the last two dimensions.
+template <bool kLower>
+Tensor outside_triangle(const Tensor& self, int64_t k) {
+  TORCH_CHECK(self.dim() >= 2, kLower ? "tril" : "triu",
               ": input tensor must have at least 2 dimensions");
   const auto options = self.options().dtype(at::kLong);
   const Tensor offset =
       at::sub(at::arange(self.size(-1), options),
               at::arange(self.size(-2), options).unsqueeze(1));
-  return lower ? offset.gt(k) : offset.lt(k);
+  return kLower ? offset.gt(k) : offset.lt(k);
 }
 
-Tensor tril(const Tensor& self, int64_t k) {
-  return self.clone().masked_fill_(outside_triangle(self, k, true, "tril"), 0);
+template <bool kLower>
+Tensor triangle(const Tensor& self, int64_t k) {
+  return self.clone().masked_fill_(outside_triangle<kLower>(self, k), 0);
 }
-Tensor triu(const Tensor& self, int64_t k) {
-  return self.clone().masked_fill_(outside_triangle(self, k, false, "triu"), 0);
-}
-Tensor& tril_(Tensor& self, int64_t k) {
-  return self.masked_fill_(outside_triangle(self, k, true, "tril"), 0);
-}
-Tensor& triu_(Tensor& self, int64_t k) {
-  return self.masked_fill_(outside_triangle(self, k, false, "triu"), 0);
+template <bool kLower>
+Tensor& triangle_(Tensor& self, int64_t k) {
+  return self.masked_fill_(outside_triangle<kLower>(self, k), 0);
 }
 
 bool has_elementwise(std::initializer_list<const char*> names) {
@@ -132,10 +128,10 @@ std::vector<std::string> register_composite_kernels(torch::Library& aten) {
                    TORCH_FN(mse_loss_backward));
   }
   if (triangle_composable()) {
-    impl_if_listed(aten, registered, "tril", TORCH_FN(tril));
-    impl_if_listed(aten, registered, "triu", TORCH_FN(triu));
-    impl_if_listed(aten, registered, "tril_", TORCH_FN(tril_));
-    impl_if_listed(aten, registered, "triu_", TORCH_FN(triu_));
+    impl_if_listed(aten, registered, "tril", TORCH_FN(triangle<true>));
+    impl_if_listed(aten, registered, "triu", TORCH_FN(triangle<false>));
+    impl_if_listed(aten, registered, "tril_", TORCH_FN(triangle_<true>));
+    impl_if_listed(aten, registered, "triu_", TORCH_FN(triangle_<false>));
   }
   return registered;
 }

@@ -196,14 +196,22 @@ class ReferenceResult:
         return math.isnan(self.target) or self.ratio <= self.target
 
 
-def worker(case_name: str, device_name: str, repeats: int, quick: bool) -> float:
-    """Best of ``repeats`` timings of one case on one device, in this process."""
+def warm_step(case_name: str, device_name: str, quick: bool) -> tuple[Step, torch.device]:
+    """One case's step on one device, in this process, run once (caches, lazy init, page faults)."""
     from torch_backend.bench._runner import _time_once
 
     case = next(c for c in CASES if c.name == case_name)
     device = torch.device(device_name, 0) if device_name != "cpu" else torch.device("cpu")
     step = case.make(device, QUICK if quick else FULL)
-    _time_once(step, device)  # warm-up
+    _time_once(step, device)
+    return step, device
+
+
+def worker(case_name: str, device_name: str, repeats: int, quick: bool) -> float:
+    """Best of ``repeats`` timings of one case on one device, in this process."""
+    from torch_backend.bench._runner import _time_once
+
+    step, device = warm_step(case_name, device_name, quick)
     return min(_time_once(step, device) for _ in range(repeats))
 
 
@@ -226,10 +234,7 @@ def profile_worker(case_name: str, device_name: str, quick: bool) -> str:
 
     from torch_backend.bench._runner import _time_once
 
-    case = next(c for c in CASES if c.name == case_name)
-    device = torch.device(device_name, 0) if device_name != "cpu" else torch.device("cpu")
-    step = case.make(device, QUICK if quick else FULL)
-    _time_once(step, device)  # warm-up
+    step, device = warm_step(case_name, device_name, quick)
     with profile(activities=[ProfilerActivity.CPU]) as prof:
         _time_once(step, device)
     # By total time: under launch blocking a kernel's time is its launch call's, a child of the op.
@@ -244,7 +249,7 @@ def profile_case(case: ReferenceCase, device_name: str, reference: str, quick: b
         env = os.environ | LAUNCH_BLOCKING | {"TORCH_BACKEND": backend}
         out = subprocess.run([*command, *(["--quick"] if quick else [])], capture_output=True, text=True, env=env,
                              timeout=900, check=False)  # fmt: skip
-        print(f"== {case.name} on {name}, launch blocking (self time includes the op's kernels)", flush=True)
+        print(f"== {case.name} on {name}, launch blocking (an op's time includes its kernels')", flush=True)
         print(out.stdout if out.returncode == 0 else f"FAILED ({out.returncode}): {out.stderr[-3000:]}", flush=True)
         ok = ok and out.returncode == 0
     return ok
