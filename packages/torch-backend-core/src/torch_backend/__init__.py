@@ -17,11 +17,13 @@ from torch_backend._op_report import OpCount, OpReport, op_report
 
 __version__ = "0.1.0"
 
+
 #: Prefix for CMake's find_package(TorchBackendCore), like torch.utils.cmake_prefix_path.
 cmake_prefix_path = str(Path(__file__).resolve().parent)
 
 __all__ = [
     "ENTRY_POINT_GROUP",
+    "AutocompareError",
     "Backend",
     "BackendInfo",
     "InductorCodegen",
@@ -29,9 +31,19 @@ __all__ = [
     "OpReport",
     "activate",
     "active_backend",
+    "autocompare",
     "cmake_prefix_path",
     "discover",
     "op_report",
     "set_tensor_metadata",
     "tensor_metadata",
 ]
+
+
+def __getattr__(name: str) -> object:
+    # Auto-compare imports torch: loaded on first use, so importing this package stays cheap.
+    if name in ("autocompare", "AutocompareError"):
+        from torch_backend import _autocompare
+
+        return getattr(_autocompare, name)
+    raise AttributeError(f"module 'torch_backend' has no attribute {name!r}")

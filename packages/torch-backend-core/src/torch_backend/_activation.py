@@ -88,8 +88,13 @@ def _register(backend: Backend) -> None:
         raise RuntimeError(
             f"torch-backend: cannot activate '{backend.name}': PrivateUse1 is already registered as '{taken}'"
         )
-    # Load and query before touching PyTorch, so a backend without devices
-    # leaves the process as it was.
+    # Settings first, and load and query before touching PyTorch, so a bad
+    # setting or a backend without devices leaves the process as it was.
+    autocompare = None
+    if os.environ.get("TORCH_BACKEND_AUTOCOMPARE"):  # the module costs 5 ms to import: only when asked
+        from torch_backend import _autocompare
+
+        autocompare = _autocompare.settings_from_environment()
     _load_runtime_libraries(backend)
     _C._load_device_library(str(backend.library))
     if _C._loaded_device_count() == 0:
@@ -110,6 +115,8 @@ def _register(backend: Backend) -> None:
     when_imported("torch._dynamo", lambda _: _dynamo.register(device_module, backend.name))
     when_imported("torch._inductor.compile_fx", lambda _: _inductor.register(backend.name))
     _register_collectives(backend)
+    if autocompare is not None:
+        _autocompare.enable(backend.name, autocompare)
 
 
 def _load_runtime_libraries(backend: Backend) -> None:

@@ -38,6 +38,7 @@ from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_flatten, tree_map
 
 from torch_backend.testing import device_type
+from torch_backend.testing.replay import compare_call, host_snapshot, is_device
 
 
 @dataclass
@@ -46,10 +47,6 @@ class MutationReport:
 
     compared: dict[str, int] = field(default_factory=dict)
     differences: list[str] = field(default_factory=list)
-
-
-def _is_device(value: object, device_type: str) -> bool:
-    return isinstance(value, torch.Tensor) and value.device.type == device_type
 
 
 class MutationCheck(TorchDispatchMode):
@@ -64,116 +61,21 @@ class MutationCheck(TorchDispatchMode):
         self, func: torch._ops.OpOverload, types: tuple, args: tuple = (), kwargs: dict | None = None
     ) -> object:
         kwargs = kwargs or {}
-        schema = func._schema
         # Every op, not only those whose schema writes: some CPU kernels write arguments
         # their schema calls read-only (native_batch_norm's running statistics).
         if torch.Tag.nondeterministic_seeded in func.tags:
             return func(*args, **kwargs)
         leaves = tree_flatten((args, kwargs))[0]
-        if not any(_is_device(x, self.device_type) for x in leaves):
+        if not any(is_device(x, self.device_type) for x in leaves):
             return func(*args, **kwargs)
-        host_args, host_kwargs = _host_snapshot(args, kwargs, self.device_type)
+        host_args, host_kwargs = host_snapshot(args, kwargs, self.device_type)
         result = func(*args, **kwargs)
         expected = func(*host_args, **host_kwargs)
         name = str(func)
         self.report.compared[name] = self.report.compared.get(name, 0) + 1
-        for problem in _compare(schema, (args, kwargs), (host_args, host_kwargs), result, expected):
+        for problem in compare_call(func._schema, (args, kwargs), (host_args, host_kwargs), result, expected):
             self.report.differences.append(f"{name}: {problem}")
         return result
-
-
-def _host_snapshot(args: tuple, kwargs: dict, device_type: str) -> tuple[tuple, dict]:
-    """Host copies of the device tensors, sharing storage where the originals share it (aliases stay aliases)."""
-    storages: dict[int, torch.UntypedStorage] = {}
-
-    def copy(x: object) -> object:
-        if not _is_device(x, device_type):
-            return x
-        storage = x.untyped_storage()
-        key = storage._cdata  # the StorageImpl: empty storages all have data_ptr 0
-        if key not in storages:
-            storages[key] = storage.cpu()
-        host = torch.empty(0, dtype=x.dtype)
-        host.set_(storages[key], x.storage_offset(), x.size(), x.stride())
-        # Lazy conjugation and negation are flags on the view, not in the storage.
-        if x.is_conj():
-            host = host.conj()
-        if x.is_neg():
-            host = torch._neg_view(host)
-        return host
-
-    return tree_map(copy, (args, kwargs))
-
-
-def _bound_arguments(schema: torch.FunctionSchema, args: tuple, kwargs: dict) -> list[tuple[object, object]]:
-    """(schema argument, value) for each argument given."""
-    bound = []
-    for index, argument in enumerate(schema.arguments):
-        if argument.kwarg_only or index >= len(args):
-            if argument.name in kwargs:
-                bound.append((argument, kwargs[argument.name]))
-        else:
-            bound.append((argument, args[index]))
-    return bound
-
-
-def _tensors(value: object) -> list[torch.Tensor]:
-    return [t for t in tree_flatten(value)[0] if isinstance(t, torch.Tensor)]
-
-
-# Ops that leave (some of) what they write uninitialised: only shapes can be compared.
-UNINITIALISING = ("aten::resize", "aten::_resize_output", "aten::empty", "aten::new_empty")
-
-
-def _compare(
-    schema: torch.FunctionSchema, device_call: tuple, host_call: tuple, result: object, expected: object
-) -> Iterator[str]:
-    shapes_only = schema.name.startswith(UNINITIALISING)
-    device_bound = _bound_arguments(schema, *device_call)
-    host_bound = _bound_arguments(schema, *host_call)
-    written_storages = {
-        t.untyped_storage()._cdata
-        for argument, value in device_bound
-        if argument.alias_info is not None and argument.alias_info.is_write
-        for t in _tensors(value)
-    }
-    for (argument, device_value), (_, host_value) in zip(device_bound, host_bound, strict=True):
-        written = argument.alias_info is not None and argument.alias_info.is_write
-        for position, (actual, wanted) in enumerate(zip(_tensors(device_value), _tensors(host_value), strict=True)):
-            label = argument.name + (f"[{position}]" if isinstance(device_value, list | tuple) else "")
-            if not written and actual.untyped_storage()._cdata in written_storages:
-                continue  # aliases a written argument: may change with it
-            if actual.shape != wanted.shape:
-                yield f"{label}: shape {tuple(actual.shape)} after the op, {tuple(wanted.shape)} on CPU"
-                continue
-            if shapes_only:
-                continue
-            try:
-                resolved = (t.resolve_conj().resolve_neg() for t in (actual.cpu(), wanted))
-                torch.testing.assert_close(*resolved, equal_nan=True, check_device=False, **_tolerance(wanted))
-            except AssertionError as error:
-                what = "written" if written else "not declared written"
-                yield f"{label} ({what}) differs from CPU: {str(error).splitlines()[-1][:160]}"
-    yield from _check_returned_aliases(schema, device_bound, result)
-
-
-def _tolerance(wanted: torch.Tensor) -> dict[str, float]:
-    # This check is about where an op writes, which a wrong write misses by far more than rounding: a
-    # device's own summation order (cuBLAS's products on a GPU) leaves float32 results a few ulps from
-    # CPU's, beyond assert_close's float32 default (rtol 1.3e-6). Other dtypes keep their defaults.
-    return {"rtol": 1e-4, "atol": 1e-5} if wanted.dtype in (torch.float32, torch.float64) else {}
-
-
-def _check_returned_aliases(schema: torch.FunctionSchema, device_bound: dict, result: object) -> Iterator[str]:
-    returns = result if isinstance(result, tuple | list) else (result,)
-    for ret, value in zip(schema.returns, returns, strict=False):
-        if ret.alias_info is None or not ret.alias_info.is_write or not isinstance(value, torch.Tensor):
-            continue
-        for argument, argument_value in device_bound:
-            same_set = argument.alias_info is not None and argument.alias_info.before_set == ret.alias_info.before_set
-            if same_set and isinstance(argument_value, torch.Tensor) and argument_value is not value:
-                if (argument_value.data_ptr(), argument_value.shape) != (value.data_ptr(), value.shape):
-                    yield f"returns a tensor that is not its written argument {argument.name}"
 
 
 # --- what to run under the check ------------------------------------------------------------
