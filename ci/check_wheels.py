@@ -180,6 +180,43 @@ def check_scaffold(python: Path, work: Path, kit_requirements: list[str]) -> Non
         # Its own tests file runs the kit (in a process of its own, with TORCH_BACKEND=toy).
         run(python, "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests", cwd=project)
         print("ok: the scaffolded backend passes the conformance kit")
+        check_wrong_kernel_found(python, work, project)
+
+
+TRAINING_STEP = Path(__file__).resolve().parents[1] / "docs" / "examples" / "training_step_vs_cpu.py"
+
+
+def check_wrong_kernel_found(python: Path, work: Path, project: Path) -> None:
+    """The bring-up tools on the scaffolded backend with its mul kernel written as add (as the docs walk
+    through it): the training step differs from CPU, auto-compare names mul with its shapes, and forcing mul
+    onto the fallback makes the step match CPU."""
+    kernels = project / "csrc" / "ToyKernels.cpp"
+    source = kernels.read_text()
+    if source.count("return a * b;") != 1:
+        fail(f"the scaffold's mul kernel is not where the check plants its mistake:\n{source}")
+    kernels.write_text(source.replace("return a * b;", "return a + b;"))
+    wheel = [str(python), "-m", "pip", "wheel", "-q", "--no-build-isolation", "--no-deps", "-w", "wrong", "."]
+    subprocess.run(wheel, cwd=project, check=True)
+    built = next((project / "wrong").glob("torch_backend_toy-*.whl"))
+    reinstall = [str(python), "-m", "pip", "install", "-q", "--no-deps", "--force-reinstall", str(built)]
+    subprocess.run(reinstall, check=True)
+
+    def step(**settings: str) -> subprocess.CompletedProcess:
+        env = {"PATH": f"{python.parent}:/usr/bin:/bin", "HOME": str(work), "TORCH_BACKEND": "toy", **settings}
+        return subprocess.run([str(python), str(TRAINING_STEP)], cwd=work, env=env, capture_output=True, text=True)
+
+    wrong = step()
+    if wrong.returncode != 0 or "parameters differ from CPU" not in wrong.stdout:
+        fail(f"the planted wrong mul kernel went unnoticed:\n{wrong.stdout}\n{wrong.stderr}")
+    compared = step(TORCH_BACKEND_AUTOCOMPARE=".")
+    named = "AutocompareError: auto-compare: mul.Tensor differs from CPU"
+    shapes = "arguments: self: float32[4, 16] strides (16, 1) on toy:0; other: float32[4, 16]"
+    if compared.returncode != 1 or named not in compared.stderr or shapes not in compared.stderr:
+        fail(f"auto-compare did not name the wrong mul kernel first:\n{compared.stdout}\n{compared.stderr}")
+    forced = step(TORCH_BACKEND_FORCE_FALLBACK="^mul", TORCH_BACKEND_AUTOCOMPARE=".")
+    if forced.returncode != 0 or "parameters match CPU" not in forced.stdout:
+        fail(f"with mul forced onto the fallback the step still differs:\n{forced.stdout}\n{forced.stderr}")
+    print("ok: a wrong kernel planted in the scaffolded backend: auto-compare names it, forcing it off fixes the step")
 
 
 def main() -> None:

@@ -32,6 +32,7 @@ def test_writes_a_package_with_device_file_registration_build_and_kit_test(tmp_p
         "CMakeLists.txt",
         "README.md",
         "csrc/ToyDevice.cpp",
+        "csrc/ToyKernels.cpp",
         "pyproject.toml",
         "src/torch_backend_toy/__init__.py",
         "tests/test_conformance.py",

@@ -40,10 +40,17 @@ __all__ = [
 ]
 
 
+# Auto-compare imports torch: loaded on first use, so importing this package stays cheap.
+_LAZY = ("autocompare", "AutocompareError")
+
+
 def __getattr__(name: str) -> object:
-    # Auto-compare imports torch: loaded on first use, so importing this package stays cheap.
-    if name in ("autocompare", "AutocompareError"):
+    if name in _LAZY:
         from torch_backend import _autocompare
 
         return getattr(_autocompare, name)
     raise AttributeError(f"module 'torch_backend' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *_LAZY])

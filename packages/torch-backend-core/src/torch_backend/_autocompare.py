@@ -47,6 +47,9 @@ class AutocompareError(AssertionError):
     """A device op's result differs from the same op on the host (auto-compare, raising mode)."""
 
 
+AutocompareError.__module__ = "torch_backend"  # where users name it
+
+
 @dataclass(frozen=True)
 class Mismatch:
     """The first difference one op call showed, with what identifies the call."""

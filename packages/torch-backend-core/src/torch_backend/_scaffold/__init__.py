@@ -1,7 +1,8 @@
 """``python -m torch_backend new NAME``: writes a backend package that builds against the installed core.
 
 The package passes the conformance kit as written: its device symbols keep device memory in
-host memory, each marked with the runtime call that replaces it.
+host memory, each marked with the runtime call that replaces it, and two example kernels (float32
+add and mul) compute on the host until the hardware's kernels replace them.
 """
 
 from __future__ import annotations
@@ -48,6 +49,7 @@ def files(name: str) -> dict[str, str]:
         "CMakeLists.txt": render("CMakeLists.txt.in"),
         "README.md": render("README.md.in"),
         f"csrc/{title}Device.cpp": render("Device.cpp.in"),
+        f"csrc/{title}Kernels.cpp": render("Kernels.cpp.in"),
         f"{package}/__init__.py": render("__init__.py.in"),
         "tests/test_conformance.py": render("test_conformance.py.in"),
     }
