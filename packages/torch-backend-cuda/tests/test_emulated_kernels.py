@@ -36,6 +36,8 @@ def emulated(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
     root = tmp_path_factory.mktemp("emulation")
     run(["-m", "torch_backend", "new", "gpuemu", "--dest", str(root)], os.environ.copy())
     project = root / "torch-backend-gpuemu"
+    # The gpu backend's kernels replace the scaffold's two examples.
+    (project / "csrc" / "GpuemuKernels.cpp").write_text("// The portable kernels below register every kernel.\n")
     with open(project / "CMakeLists.txt", "a") as cmake:
         cmake.write(
             "\n# The gpu backend's portable kernels, compiled by the host compiler.\n"
