@@ -28,6 +28,7 @@ PUBLIC_HEADER_LAYER = {
     "Generator.h": "aten",
     "Kernels.h": "aten",
     "DeviceKernels.h": "runtime",
+    "DeviceCollectives.h": "runtime",
     "Activate.h": "aten",
     "TensorMetadata.h": "aten",
 }

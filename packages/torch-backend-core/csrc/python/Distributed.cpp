@@ -1,9 +1,13 @@
-// torch_backend._distributed: builds the staged c10d backend around a Gloo
-// backend made in Python. Kept apart from _C so that importing torch_backend
+// torch_backend._distributed: builds the c10d backends, the staged one around
+// a Gloo backend made in Python and the native one over the device library's
+// collectives. Kept apart from _C so that importing torch_backend
 // never loads c10d glue that a single-process user does not need.
 #include <Python.h>
 #include <pybind11/pybind11.h>
 
+#include <torch_backend/Runtime.h>
+
+#include "../distributed/NativeBackend.h"
 #include "../distributed/StagedBackend.h"
 
 namespace py = pybind11;
@@ -30,6 +34,27 @@ c10d::Backend* make_staged_backend(c10d::Backend* gloo, const std::string& name,
   return staged.release();
 }
 
+c10d::Backend* make_native_backend(c10d::Store* store, int rank, int size,
+                                   c10d::Backend* gloo,
+                                   const std::string& name) {
+  TORCH_CHECK_TYPE(store != nullptr, "expected a store, got None");
+  DeviceCollectives* library = active_collectives();
+  TORCH_CHECK(library != nullptr,
+              "the active device library has no collectives");
+  auto native = c10::make_intrusive<NativeBackend>(
+      c10::intrusive_ptr<c10d::Store>::reclaim_copy(store), rank, size,
+      *library,
+      gloo == nullptr ? c10::intrusive_ptr<c10d::Backend>()
+                      : c10::intrusive_ptr<c10d::Backend>::reclaim_copy(gloo),
+      name);
+  return native.release();
+}
+
+std::string collectives_library_name() {
+  DeviceCollectives* library = active_collectives();
+  return library == nullptr ? std::string() : library->library_name();
+}
+
 }  // namespace
 }  // namespace torch_backend::distributed
 
@@ -40,4 +65,10 @@ PYBIND11_MODULE(_distributed, m) {
   m.def("make_staged_backend", &torch_backend::distributed::make_staged_backend,
         py::arg("gloo"), py::arg("name"), py::arg("always_pinned") = false,
         py::return_value_policy::take_ownership);
+  m.def("collectives_library_name",
+        &torch_backend::distributed::collectives_library_name);
+  m.def("make_native_backend", &torch_backend::distributed::make_native_backend,
+        py::arg("store"), py::arg("rank"), py::arg("size"), py::arg("gloo"),
+        py::arg("name"), py::return_value_policy::take_ownership,
+        py::call_guard<py::gil_scoped_release>());
 }

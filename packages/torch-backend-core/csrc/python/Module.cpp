@@ -186,6 +186,8 @@ PYBIND11_MODULE(_C, m) {
   m.def("_loaded_device_count", &loaded_device_count);
   m.def("_activate", &activate_loaded);
   m.def("_is_active", &has_active_runtime);
+  m.def("_has_device_collectives",
+        [] { return active_collectives() != nullptr; });
   m.def("_is_initialized", &is_initialized);
   m.def("_in_bad_fork", &in_bad_fork);
   m.def("_prepare_exit", &prepare_for_exit);

@@ -1,5 +1,7 @@
 #include <torch_backend/Runtime.h>
 
+#include <torch_backend/DeviceCollectives.h>
+
 #include <dlfcn.h>
 #include <pthread.h>
 
@@ -95,6 +97,26 @@ void* device_library_symbol(const DeviceRuntime* runtime, const char* name) {
 void* kernel_registrar_of(const DeviceRuntime* runtime) {
   return runtime == g_loaded_runtime.load() ? g_kernel_registrar.load()
                                             : nullptr;
+}
+
+DeviceCollectives* active_collectives() {
+  // Not a use of the runtime (it may run at `import torch`, before a fork).
+  DeviceRuntime* runtime = g_active.load(std::memory_order_acquire);
+  TORCH_CHECK(runtime != nullptr, "no torch-backend device runtime is active");
+  using EntryPoint = DeviceCollectives* (*)(int*);
+  auto entry = reinterpret_cast<EntryPoint>(
+      device_library_symbol(runtime, TORCH_BACKEND_DEVICE_COLLECTIVES_SYMBOL));
+  if (entry == nullptr) {
+    return nullptr;
+  }
+  int abi_version = -1;
+  DeviceCollectives* collectives = entry(&abi_version);
+  TORCH_CHECK(abi_version == kDeviceCollectivesAbiVersion,
+              "the device library's collectives were built for "
+              "device-collectives ABI ",
+              abi_version, " but this torch-backend-core expects ",
+              kDeviceCollectivesAbiVersion, "; rebuild the backend package");
+  return collectives;
 }
 
 void set_active_runtime(DeviceRuntime* runtime) {

@@ -10,6 +10,8 @@
 
 namespace torch_backend {
 
+class DeviceCollectives;
+
 // Loads a device library (dlopen) and returns its runtime without making it
 // active. Throws c10::Error naming the library and the reason on failure.
 TORCH_BACKEND_API DeviceRuntime* load_device_library(const std::string& path);
@@ -19,6 +21,11 @@ TORCH_BACKEND_API void* kernel_registrar_of(const DeviceRuntime* runtime);
 // Another exported symbol of the library that returned `runtime`, or nullptr.
 TORCH_BACKEND_API void* device_library_symbol(const DeviceRuntime* runtime,
                                               const char* name);
+
+// The active runtime's library's collectives (DeviceCollectives.h), or
+// nullptr where it exports none. Throws c10::Error if they were built for
+// another ABI version, or if no runtime is active.
+TORCH_BACKEND_API DeviceCollectives* active_collectives();
 
 // Makes `runtime` the process's device runtime. Allowed once per process,
 // like PyTorch's PrivateUse1 registration; a second call throws.

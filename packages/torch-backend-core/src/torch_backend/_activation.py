@@ -144,9 +144,10 @@ def _register_collectives(backend: Backend) -> None:
         if backend.collectives is not None:
             backend.collectives()
         else:
-            from torch_backend.distributed import register_staged_backend
+            from torch_backend.distributed import register_native_backend, register_staged_backend
 
             register_staged_backend(backend.name)
+            register_native_backend(backend.name)
     except Exception as error:
         warnings.warn(
             f"torch-backend: no c10d backend for '{backend.name}' tensors: {error}",

@@ -1,11 +1,17 @@
-"""Collectives on device tensors: the staged Gloo c10d backend.
+"""Collectives on device tensors: the staged Gloo c10d backend, and the native one.
 
 Registered at activation for the active device, so ``init_process_group()``
 (or ``init_process_group("staged_gloo")`` for CPU tensors as well) runs
 collectives on device tensors through PyTorch's Gloo backend: device memory
 is aliased when host code can address it, otherwise copied through pinned host
-buffers. A backend with its own collective library passes
-``Backend(collectives=...)`` to register that instead.
+buffers.
+
+Where the device library exports collectives (``DeviceCollectives.h``: NCCL's
+or HCCL's role), core's native c10d backend runs them on the device's own
+streams instead, selected by name for now: ``init_process_group("<device>ccl")``
+(``fakeccl`` on fake). CPU tensors in such a group go to Gloo. A backend with
+a c10d backend of its own passes ``Backend(collectives=...)`` to register that
+instead.
 
 Environment: ``TORCH_BACKEND_DIST_STAGING=pinned`` always copies through pinned
 buffers (the path devices without host-addressable memory take).
@@ -35,6 +41,45 @@ def register_staged_backend(device: str) -> bool:
         return False
     dist.Backend.register_backend(BACKEND_NAME, _create_backend, devices=[device, "cpu"])
     return True
+
+
+def native_backend_name(device: str) -> str:
+    """The c10d name of core's native backend for ``device`` (``"fakeccl"``)."""
+    return f"{device}ccl"
+
+
+def register_native_backend(device: str) -> str | None:
+    """Register core's native c10d backend for ``device`` if its library has collectives; returns its name.
+
+    It does not become the device's default backend: ``staged_gloo`` stays that.
+    """
+    import torch.distributed as dist
+
+    from torch_backend import _C
+
+    if not (dist.is_available() and dist.is_gloo_available() and _C._has_device_collectives()):
+        return None
+    name = native_backend_name(device)
+    default = dist.Backend.default_device_backend_map.get(device)
+
+    def create(
+        store: torch.distributed.Store, rank: int, world_size: int, timeout: timedelta
+    ) -> torch._C._distributed_c10d.Backend:
+        from torch.distributed import PrefixStore, ProcessGroupGloo
+
+        from torch_backend import _distributed
+
+        # Stores of their own: the Gloo backend for CPU tensors, and the communicators' ids.
+        gloo = ProcessGroupGloo(PrefixStore(f"{name}/gloo/", store), rank, world_size, timeout)
+        return _distributed.make_native_backend(PrefixStore(f"{name}/", store), rank, world_size, gloo, name)
+
+    dist.Backend.register_backend(name, create, devices=[device, "cpu"])
+    # Registering may claim the device's default (torch releases differ): keep what it was.
+    if default is None:
+        dist.Backend.default_device_backend_map.pop(device, None)
+    else:
+        dist.Backend.default_device_backend_map[device] = default
+    return name
 
 
 def _always_pinned() -> bool:

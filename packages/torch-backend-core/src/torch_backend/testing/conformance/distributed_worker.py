@@ -22,12 +22,14 @@ DEVICE = device_type()
 dev = device_module()
 
 STAGED = "staged_gloo"
+#: The c10d backend the ranks use: the staged one unless the test names core's native one.
+BACKEND = os.environ.get("TORCH_BACKEND_TEST_DIST_BACKEND", STAGED)
 all_gather_single, reduce_scatter_single = single_tensor_collectives()
 
 
 def join(port: int, rank: int, world: int, timeout_s: float = 60.0) -> None:
     store = dist.TCPStore("127.0.0.1", port, world, is_master=False, timeout=timedelta(seconds=timeout_s))
-    dist.init_process_group(STAGED, store=store, rank=rank, world_size=world, timeout=timedelta(seconds=timeout_s))
+    dist.init_process_group(BACKEND, store=store, rank=rank, world_size=world, timeout=timedelta(seconds=timeout_s))
 
 
 def check(actual: torch.Tensor, expected: torch.Tensor, what: str) -> None:

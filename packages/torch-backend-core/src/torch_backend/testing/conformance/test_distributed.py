@@ -1,4 +1,5 @@
-"""The staged Gloo c10d backend on device tensors, with 2 and 3 real processes.
+"""The c10d backends on device tensors, with 2 and 3 real processes: the staged Gloo backend, and
+core's native one where the device library has collectives (DeviceCollectives.h).
 
 Each test serves a TCP store on a free loopback port and starts the ranks as
 subprocesses (distributed_worker.py), bounded in time.
@@ -17,6 +18,7 @@ import pytest
 import torch
 import torch.distributed as dist
 
+from torch_backend.distributed import native_backend_name
 from torch_backend.testing.conformance._support import DEVICE, needs_stream_sleep
 
 WORKER = Path(__file__).parent / "distributed_worker.py"
@@ -54,6 +56,38 @@ def run_ranks(scenario: str, world: int, *, env: dict[str, str] | None = None, l
 def assert_all_ok(results) -> None:
     for rank, (code, out) in enumerate(results):
         assert code == 0, f"rank {rank} exited {code}:\n{out}"
+
+
+NATIVE = native_backend_name(DEVICE)
+ON_NATIVE = {"TORCH_BACKEND_TEST_DIST_BACKEND": NATIVE}
+needs_native = pytest.mark.skipif(
+    NATIVE not in dist.Backend.backend_list,
+    reason=f"{DEVICE}'s device library exports no collectives (DeviceCollectives.h)",
+)
+
+
+@needs_native
+@pytest.mark.parametrize("world", [2, 3])
+def test_every_operation_on_the_native_backend(world: int):
+    assert_all_ok(run_ranks("ops", world, env=ON_NATIVE))
+
+
+@needs_native
+@needs_stream_sleep
+def test_native_backend_orders_collectives_after_stream_work():
+    assert_all_ok(run_ranks("ordering", 2, env=ON_NATIVE))
+
+
+@needs_native
+@pytest.mark.parametrize("scenario", ["ddp_timing", "fsdp", "groups", "errors"])
+def test_native_backend_trains_and_keeps_groups(scenario: str):
+    assert_all_ok(run_ranks(scenario, 2, env=ON_NATIVE))
+
+
+@needs_native
+def test_native_backend_is_registered_beside_the_default():
+    assert dist.Backend.default_device_backend_map[DEVICE] == "staged_gloo"
+    assert set(dist.Backend.backend_capability[NATIVE]) == {DEVICE, "cpu"}
 
 
 def test_registered_as_default_backend_of_the_device():

@@ -1,0 +1,641 @@
+#include "NativeBackend.h"
+
+#include <ATen/ops/cat.h>
+#include <ATen/ops/div.h>
+#include <ATen/ops/empty.h>
+#include <ATen/ops/zeros.h>
+#include <c10/core/Event.h>
+#include <c10/core/StreamGuard.h>
+#include <c10/core/impl/DeviceGuardImplInterface.h>
+
+#include <algorithm>
+#include <utility>
+
+#include "CollectiveTypes.h"
+#include "StagedWork.h"
+
+namespace torch_backend::distributed {
+
+namespace {
+
+// all_reduce / reduce with the library's operation, or, for an average it
+// lacks, a sum divided by the group's size.
+void reduce_on_stream(const NativeBackend::Call& call, const at::Tensor& input,
+                      const at::Tensor& output, const c10d::ReduceOp& op,
+                      int root) {
+  Communicator& comm = call.comm;
+  DeviceCollectives& library = comm.library();
+  const at::Tensor scaled = premultiplied(input, op);
+  if (!scaled.is_same(input)) {
+    call.keep_alive.push_back(scaled);
+  }
+  const Buffer in = reducible(scaled, op, library.library_name());
+  const Buffer out = reducible(output, op, library.library_name());
+  auto issue = [&](ReduceOp library_reduce) {
+    return root < 0
+               ? library.all_reduce(in.data, out.data, in.count, in.dtype,
+                                    library_reduce, comm.handle(), call.stream)
+               : library.reduce(in.data, out.data, in.count, in.dtype,
+                                library_reduce, root, comm.handle(),
+                                call.stream);
+  };
+  const char* what = root < 0 ? "all_reduce" : "reduce";
+  const ReduceOp wanted = library_op(op, input.scalar_type());
+  const Status status = issue(wanted);
+  if (status == kNotSupported && wanted == ReduceOp::Avg) {
+    comm.check(issue(ReduceOp::Sum), what);
+    if (root < 0 || root == comm.rank()) {
+      // Floating or complex (reducible() checked).
+      call.after([output, size = comm.size()] { output.div_(size); });
+    }
+    return;
+  }
+  comm.check(status, what);
+}
+
+}  // namespace
+
+NativeBackend::NativeBackend(c10::intrusive_ptr<c10d::Store> store, int rank,
+                             int size, DeviceCollectives& library,
+                             c10::intrusive_ptr<c10d::Backend> cpu_backend,
+                             std::string name)
+    : c10d::Backend(rank, size),
+      store_(std::move(store)),
+      library_(library),
+      cpu_backend_(std::move(cpu_backend)),
+      name_(std::move(name)) {}
+
+NativeBackend::~NativeBackend() = default;
+
+std::shared_ptr<Communicator> NativeBackend::communicator(c10::Device device) {
+  auto found = comms_.find(device.index());
+  if (found != comms_.end()) {
+    return found->second;
+  }
+  // Ranks use different devices: the key counts communicators instead.
+  const std::string key =
+      name_ + "/communicator/" + std::to_string(comms_created_++);
+  auto comm = Communicator::create(library_, *store_, key, getRank(), getSize(),
+                                   device);
+  comms_[device.index()] = comm;
+  return comm;
+}
+
+c10d::Backend& NativeBackend::cpu(const char* op) {
+  TORCH_CHECK(cpu_backend_, name_, ": ", op,
+              " on CPU tensors needs the group's Gloo backend, which was shut "
+              "down");
+  return *cpu_backend_;
+}
+
+void NativeBackend::eagerConnectSingleDevice(at::Device device) {
+  std::lock_guard<std::recursive_mutex> lock(mutex_);
+  communicator(device);
+}
+
+void NativeBackend::abort() {
+  std::lock_guard<std::recursive_mutex> lock(mutex_);
+  for (auto& [index, comm] : comms_) {
+    comm->abort();
+  }
+  if (cpu_backend_) {
+    cpu_backend_->abort();
+  }
+}
+
+void NativeBackend::shutdown() {
+  std::lock_guard<std::recursive_mutex> lock(mutex_);
+  in_flight_.clear();
+  comms_.clear();  // destroyed once their enqueued work is done
+  if (cpu_backend_) {
+    cpu_backend_->shutdown();
+  }
+}
+
+void NativeBackend::startCoalescing() {
+  std::lock_guard<std::recursive_mutex> lock(mutex_);
+  TORCH_CHECK(!coalescing_,
+              "startCoalescing called twice without endCoalescing");
+  coalescing_ = true;
+  const Status status = library_.group_start();
+  grouped_ = status == kSuccess;
+  TORCH_CHECK(grouped_ || status == kNotSupported, library_.library_name(),
+              " group_start failed: ", library_.error_text(status));
+}
+
+c10::intrusive_ptr<c10d::Work> NativeBackend::endCoalescing() {
+  std::lock_guard<std::recursive_mutex> lock(mutex_);
+  TORCH_CHECK(coalescing_, "endCoalescing called without startCoalescing");
+  coalescing_ = false;
+  std::vector<c10::intrusive_ptr<NativeWork>> works = std::move(coalesced_);
+  coalesced_.clear();
+  if (grouped_) {
+    grouped_ = false;
+    const Status status = library_.group_end();
+    TORCH_CHECK(status == kSuccess, library_.library_name(),
+                " group_end failed: ", library_.error_text(status));
+    // The group's calls are enqueued only now: then what uses their results.
+    for (auto& [stream, steps] : after_group_) {
+      const c10::StreamGuard on_comm(stream);
+      for (auto& step : steps) {
+        step();
+      }
+    }
+    after_group_.clear();
+    for (auto& work : works) {
+      work->record_end();
+    }
+  }
+  return c10::make_intrusive<CoalescedWork>(
+      std::vector<c10::intrusive_ptr<c10d::Work>>(works.begin(), works.end()));
+}
+
+c10::intrusive_ptr<c10d::Work> NativeBackend::launch(
+    c10d::OpType type, const char* name, const Tensors& inputs,
+    const Tensors& outputs, const Enqueue& enqueue, bool blocking) {
+  const at::Tensor& first = inputs.empty() ? outputs.at(0) : inputs.front();
+  const c10::Device device = first.device();
+  for (const Tensors* list : {&inputs, &outputs}) {
+    for (const at::Tensor& tensor : *list) {
+      TORCH_CHECK_VALUE(tensor.device() == device, name,
+                        ": every tensor must be on ", device, ", got one on ",
+                        tensor.device());
+    }
+  }
+  std::lock_guard<std::recursive_mutex> lock(mutex_);
+  std::shared_ptr<Communicator> comm = communicator(device);
+  last_device_ = device.index();
+  // The collective reads what the caller's stream has written so far.
+  const c10::impl::VirtualGuardImpl guard_impl(device.type());
+  c10::Event ready(device.type());
+  ready.record(guard_impl.getStream(device));
+  ready.block(comm->stream());
+  Tensors keep_alive = inputs;
+  keep_alive.insert(keep_alive.end(), outputs.begin(), outputs.end());
+  const bool deferred = coalescing_ && grouped_;
+  {
+    const c10::StreamGuard on_comm(comm->stream());
+    // Dense stand-ins, one per distinct tensor (in place: the same one).
+    std::vector<std::pair<at::Tensor, at::Tensor>> stand_ins;
+    auto dense = [&](const at::Tensor& tensor, bool read) {
+      if (tensor.is_non_overlapping_and_dense()) {
+        return tensor;
+      }
+      for (auto& [original, stand_in] : stand_ins) {
+        if (original.is_same(tensor)) {
+          return stand_in;
+        }
+      }
+      at::Tensor stand_in = read ? tensor.contiguous()
+                                 : at::empty(tensor.sizes(), tensor.options());
+      stand_ins.emplace_back(tensor, stand_in);
+      keep_alive.push_back(stand_in);
+      return stand_in;
+    };
+    Tensors in, out;
+    for (const at::Tensor& tensor : inputs) {
+      in.push_back(dense(tensor, true));
+    }
+    for (const at::Tensor& tensor : outputs) {
+      out.push_back(dense(tensor, false));
+    }
+    std::vector<std::function<void()>> finish;
+    enqueue(Call{*comm, comm->stream().native_handle(), in, out, keep_alive,
+                 [&finish](std::function<void()> step) {
+                   finish.push_back(std::move(step));
+                 }});
+    for (std::size_t i = 0; i < outputs.size(); ++i) {
+      if (!out[i].is_same(outputs[i])) {
+        finish.emplace_back([original = outputs[i], stand_in = out[i]] {
+          original.copy_(stand_in);
+        });
+      }
+    }
+    if (deferred) {
+      after_group_.emplace_back(comm->stream(), std::move(finish));
+    } else {
+      for (auto& step : finish) {
+        step();
+      }
+    }
+  }
+  ++sequence_;
+  std::string description = name_ + " " + name + " #" +
+                            std::to_string(sequence_) + " (" +
+                            std::to_string(first.numel()) + " x " +
+                            std::string(c10::toString(first.scalar_type())) +
+                            ", " + comm->describe() + ")";
+  auto work =
+      c10::make_intrusive<NativeWork>(comm, type, std::move(description),
+                                      outputs, std::move(keep_alive), blocking);
+  if (coalescing_) {
+    coalesced_.push_back(work);
+  }
+  if (!deferred) {
+    work->record_end();
+  }
+  // Finished works let go of their tensors; unfinished ones stay here.
+  in_flight_.erase(
+      std::remove_if(in_flight_.begin(), in_flight_.end(),
+                     [](auto& pending) { return pending->isCompleted(); }),
+      in_flight_.end());
+  in_flight_.push_back(work);
+  return work;
+}
+
+void NativeBackend::exchange(const Call& call, const Tensors& sends,
+                             const Tensors& recvs) {
+  DeviceCollectives& library = call.comm.library();
+  const Status started = library.group_start();
+  TORCH_CHECK_NOT_IMPLEMENTED(
+      started == kSuccess, library.library_name(),
+      " has no group_start: all_to_all, gather and scatter need it");
+  const int me = call.comm.rank();
+  for (int peer = 0; peer < call.comm.size(); ++peer) {
+    const at::Tensor& outgoing = sends[peer];
+    const at::Tensor& incoming = recvs[peer];
+    if (peer == me) {
+      if (outgoing.defined() && incoming.defined()) {
+        incoming.copy_(outgoing);
+      }
+      continue;
+    }
+    if (outgoing.defined() && outgoing.numel() > 0) {
+      const Buffer buffer = bytes_of(outgoing);
+      call.comm.check(library.send(buffer.data, buffer.count, buffer.dtype,
+                                   peer, call.comm.handle(), call.stream),
+                      "send");
+    }
+    if (incoming.defined() && incoming.numel() > 0) {
+      const Buffer buffer = bytes_of(incoming);
+      call.comm.check(library.recv(buffer.data, buffer.count, buffer.dtype,
+                                   peer, call.comm.handle(), call.stream),
+                      "recv");
+    }
+  }
+  call.comm.check(library.group_end(), "group_end");
+}
+
+c10::intrusive_ptr<c10d::Work> NativeBackend::broadcast(
+    Tensors& tensors, const c10d::BroadcastOptions& opts) {
+  TORCH_CHECK_VALUE(tensors.size() == 1, "broadcast: one tensor per call");
+  if (tensors[0].is_cpu()) {
+    return cpu("broadcast").broadcast(tensors, opts);
+  }
+  const int root = static_cast<int>(opts.rootRank);
+  return launch(c10d::OpType::BROADCAST, "broadcast", tensors, tensors,
+                [&](const Call& call) {
+                  const Buffer buffer = bytes_of(call.out[0]);
+                  call.comm.check(call.comm.library().broadcast(
+                                      buffer.data, buffer.count, buffer.dtype,
+                                      root, call.comm.handle(), call.stream),
+                                  "broadcast");
+                });
+}
+
+c10::intrusive_ptr<c10d::Work> NativeBackend::allreduce(
+    Tensors& tensors, const c10d::AllreduceOptions& opts) {
+  TORCH_CHECK_VALUE(tensors.size() == 1, "allreduce: one tensor per call");
+  if (tensors[0].is_cpu()) {
+    return cpu("allreduce").allreduce(tensors, opts);
+  }
+  return launch(c10d::OpType::ALLREDUCE, "all_reduce", tensors, tensors,
+                [&](const Call& call) {
+                  reduce_on_stream(call, call.in[0], call.out[0], opts.reduceOp,
+                                   -1);
+                });
+}
+
+c10::intrusive_ptr<c10d::Work> NativeBackend::allreduce_coalesced(
+    Tensors& tensors, const c10d::AllreduceCoalescedOptions& opts) {
+  TORCH_CHECK_VALUE(!tensors.empty(), "allreduce_coalesced: no tensors");
+  if (tensors[0].is_cpu()) {
+    return cpu("allreduce_coalesced").allreduce_coalesced(tensors, opts);
+  }
+  return launch(c10d::OpType::ALLREDUCE_COALESCED, "all_reduce_coalesced",
+                tensors, tensors, [&](const Call& call) {
+                  for (std::size_t i = 0; i < call.in.size(); ++i) {
+                    reduce_on_stream(call, call.in[i], call.out[i],
+                                     opts.reduceOp, -1);
+                  }
+                });
+}
+
+c10::intrusive_ptr<c10d::Work> NativeBackend::reduce(
+    Tensors& tensors, const c10d::ReduceOptions& opts) {
+  TORCH_CHECK_VALUE(tensors.size() == 1, "reduce: one tensor per call");
+  if (tensors[0].is_cpu()) {
+    return cpu("reduce").reduce(tensors, opts);
+  }
+  const int root = static_cast<int>(opts.rootRank);
+  return launch(
+      c10d::OpType::REDUCE, "reduce", tensors, tensors, [&](const Call& call) {
+        reduce_on_stream(call, call.in[0], call.out[0], opts.reduceOp, root);
+      });
+}
+
+c10::intrusive_ptr<c10d::Work> NativeBackend::_allgather_base(
+    at::Tensor& output, at::Tensor& input, const c10d::AllgatherOptions& opts) {
+  if (input.is_cpu()) {
+    return cpu("all_gather_into_tensor")._allgather_base(output, input, opts);
+  }
+  TORCH_CHECK_VALUE(output.numel() == input.numel() * getSize(),
+                    "all_gather_into_tensor: the output must have world_size "
+                    "times the input's elements");
+  TORCH_CHECK_TYPE(output.scalar_type() == input.scalar_type(),
+                   "all_gather_into_tensor: input and output dtypes differ");
+  return launch(c10d::OpType::_ALLGATHER_BASE, "all_gather_into_tensor",
+                {input}, {output}, [&](const Call& call) {
+                  const Buffer in = bytes_of(call.in[0]);
+                  call.comm.check(
+                      call.comm.library().all_gather(
+                          in.data, call.out[0].data_ptr(), in.count, in.dtype,
+                          call.comm.handle(), call.stream),
+                      "all_gather");
+                });
+}
+
+c10::intrusive_ptr<c10d::Work> NativeBackend::allgather(
+    TensorLists& outputs, Tensors& inputs, const c10d::AllgatherOptions& opts) {
+  TORCH_CHECK_VALUE(inputs.size() == 1 && outputs.size() == 1,
+                    "all_gather: one tensor list per call");
+  if (inputs[0].is_cpu()) {
+    return cpu("all_gather").allgather(outputs, inputs, opts);
+  }
+  TORCH_CHECK_VALUE(static_cast<int>(outputs[0].size()) == getSize(),
+                    "all_gather: the output list must have world_size tensors");
+  return launch(c10d::OpType::ALLGATHER, "all_gather", inputs, outputs[0],
+                [&](const Call& call) {
+                  const at::Tensor& input = call.in[0];
+                  at::Tensor flat =
+                      at::empty({getSize(), input.numel()}, input.options());
+                  call.keep_alive.push_back(flat);
+                  const Buffer in = bytes_of(input);
+                  call.comm.check(
+                      call.comm.library().all_gather(
+                          in.data, flat.data_ptr(), in.count, in.dtype,
+                          call.comm.handle(), call.stream),
+                      "all_gather");
+                  call.after([flat, out = call.out] {
+                    for (std::size_t r = 0; r < out.size(); ++r) {
+                      out[r].copy_(flat[r].view(out[r].sizes()));
+                    }
+                  });
+                });
+}
+
+c10::intrusive_ptr<c10d::Work> NativeBackend::allgather_into_tensor_coalesced(
+    Tensors& outputs, Tensors& inputs, const c10d::AllgatherOptions& opts) {
+  TORCH_CHECK_VALUE(outputs.size() == inputs.size() && !inputs.empty(),
+                    "all_gather_into_tensor_coalesced: as many outputs as "
+                    "inputs");
+  if (inputs[0].is_cpu()) {
+    return cpu("all_gather_into_tensor_coalesced")
+        .allgather_into_tensor_coalesced(outputs, inputs, opts);
+  }
+  return launch(c10d::OpType::COALESCED, "all_gather_into_tensor_coalesced",
+                inputs, outputs, [&](const Call& call) {
+                  for (std::size_t i = 0; i < call.in.size(); ++i) {
+                    const Buffer in = bytes_of(call.in[i]);
+                    call.comm.check(
+                        call.comm.library().all_gather(
+                            in.data, call.out[i].data_ptr(), in.count, in.dtype,
+                            call.comm.handle(), call.stream),
+                        "all_gather");
+                  }
+                });
+}
+
+c10::intrusive_ptr<c10d::Work> NativeBackend::_reduce_scatter_base(
+    at::Tensor& output, at::Tensor& input,
+    const c10d::ReduceScatterOptions& opts) {
+  if (input.is_cpu()) {
+    return cpu("reduce_scatter_tensor")
+        ._reduce_scatter_base(output, input, opts);
+  }
+  TORCH_CHECK_VALUE(input.numel() == output.numel() * getSize(),
+                    "reduce_scatter_tensor: the input must have world_size "
+                    "times the output's elements");
+  TORCH_CHECK_TYPE(output.scalar_type() == input.scalar_type(),
+                   "reduce_scatter_tensor: input and output dtypes differ");
+  return launch(
+      c10d::OpType::_REDUCE_SCATTER_BASE, "reduce_scatter_tensor", {input},
+      {output}, [&](const Call& call) {
+        DeviceCollectives& library = call.comm.library();
+        const at::Tensor scaled = premultiplied(call.in[0], opts.reduceOp);
+        call.keep_alive.push_back(scaled);
+        const Buffer in =
+            reducible(scaled, opts.reduceOp, library.library_name());
+        const Buffer out =
+            reducible(call.out[0], opts.reduceOp, library.library_name());
+        const ReduceOp wanted = library_op(opts.reduceOp, input.scalar_type());
+        auto issue = [&](ReduceOp op) {
+          return library.reduce_scatter(in.data, out.data, out.count, in.dtype,
+                                        op, call.comm.handle(), call.stream);
+        };
+        const Status status = issue(wanted);
+        if (status == kNotSupported && wanted == ReduceOp::Avg) {
+          call.comm.check(issue(ReduceOp::Sum), "reduce_scatter");
+          call.after([out = call.out[0], size = getSize()] { out.div_(size); });
+          return;
+        }
+        call.comm.check(status, "reduce_scatter");
+      });
+}
+
+c10::intrusive_ptr<c10d::Work> NativeBackend::reduce_scatter(
+    Tensors& outputs, TensorLists& inputs,
+    const c10d::ReduceScatterOptions& opts) {
+  TORCH_CHECK_VALUE(outputs.size() == 1 && inputs.size() == 1,
+                    "reduce_scatter: one tensor list per call");
+  if (outputs[0].is_cpu()) {
+    return cpu("reduce_scatter").reduce_scatter(outputs, inputs, opts);
+  }
+  TORCH_CHECK_VALUE(static_cast<int>(inputs[0].size()) == getSize(),
+                    "reduce_scatter: the input list must have world_size "
+                    "tensors");
+  // Joined on the caller's stream: the collective is ordered after it.
+  Tensors flat;
+  for (const at::Tensor& part : inputs[0]) {
+    flat.push_back(part.reshape({-1}));
+  }
+  at::Tensor joined = at::cat(flat);
+  return _reduce_scatter_base(outputs[0], joined, opts);
+}
+
+c10::intrusive_ptr<c10d::Work> NativeBackend::reduce_scatter_tensor_coalesced(
+    Tensors& outputs, Tensors& inputs, const c10d::ReduceScatterOptions& opts) {
+  TORCH_CHECK_VALUE(outputs.size() == inputs.size() && !inputs.empty(),
+                    "reduce_scatter_tensor_coalesced: as many outputs as "
+                    "inputs");
+  std::vector<c10::intrusive_ptr<c10d::Work>> works;
+  for (std::size_t i = 0; i < inputs.size(); ++i) {
+    works.push_back(_reduce_scatter_base(outputs[i], inputs[i], opts));
+  }
+  return c10::make_intrusive<CoalescedWork>(std::move(works));
+}
+
+c10::intrusive_ptr<c10d::Work> NativeBackend::alltoall_base(
+    at::Tensor& output, at::Tensor& input, std::vector<int64_t>& output_splits,
+    std::vector<int64_t>& input_splits, const c10d::AllToAllOptions& opts) {
+  if (input.is_cpu()) {
+    return cpu("all_to_all_single")
+        .alltoall_base(output, input, output_splits, input_splits, opts);
+  }
+  const int size = getSize();
+  auto rows = [size](const at::Tensor& tensor, std::vector<int64_t> splits,
+                     const char* what) {
+    if (splits.empty()) {
+      TORCH_CHECK_VALUE(tensor.size(0) % size == 0, "all_to_all_single: the ",
+                        what, "'s first dimension (", tensor.size(0),
+                        ") does not divide among ", size, " ranks");
+      splits.assign(size, tensor.size(0) / size);
+    }
+    TORCH_CHECK_VALUE(static_cast<int>(splits.size()) == size,
+                      "all_to_all_single: ", what, " split sizes must have ",
+                      size, " entries");
+    return splits;
+  };
+  const std::vector<int64_t> out_rows = rows(output, output_splits, "output");
+  const std::vector<int64_t> in_rows = rows(input, input_splits, "input");
+  const bool equal = output_splits.empty() && input_splits.empty();
+  return launch(c10d::OpType::ALLTOALL_BASE, "all_to_all_single", {input},
+                {output}, [&, equal](const Call& call) {
+                  if (equal) {
+                    const Buffer in = bytes_of(call.in[0]);
+                    const Status status = call.comm.library().all_to_all(
+                        in.data, call.out[0].data_ptr(), in.count / size,
+                        in.dtype, call.comm.handle(), call.stream);
+                    if (status != kNotSupported) {
+                      call.comm.check(status, "all_to_all");
+                      return;
+                    }
+                  }
+                  Tensors sends, recvs;
+                  int64_t in_at = 0, out_at = 0;
+                  for (int r = 0; r < size; ++r) {
+                    sends.push_back(call.in[0].narrow(0, in_at, in_rows[r]));
+                    recvs.push_back(call.out[0].narrow(0, out_at, out_rows[r]));
+                    in_at += in_rows[r];
+                    out_at += out_rows[r];
+                  }
+                  exchange(call, sends, recvs);
+                });
+}
+
+c10::intrusive_ptr<c10d::Work> NativeBackend::alltoall(
+    Tensors& outputs, Tensors& inputs, const c10d::AllToAllOptions& opts) {
+  TORCH_CHECK_VALUE(static_cast<int>(inputs.size()) == getSize() &&
+                        outputs.size() == inputs.size(),
+                    "all_to_all: world_size input and output tensors");
+  if (inputs[0].is_cpu()) {
+    return cpu("all_to_all").alltoall(outputs, inputs, opts);
+  }
+  return launch(c10d::OpType::ALLTOALL, "all_to_all", inputs, outputs,
+                [&](const Call& call) { exchange(call, call.in, call.out); });
+}
+
+c10::intrusive_ptr<c10d::Work> NativeBackend::gather(
+    TensorLists& outputs, Tensors& inputs, const c10d::GatherOptions& opts) {
+  TORCH_CHECK_VALUE(inputs.size() == 1, "gather: one input tensor per call");
+  if (inputs[0].is_cpu()) {
+    return cpu("gather").gather(outputs, inputs, opts);
+  }
+  const int root = static_cast<int>(opts.rootRank);
+  const bool is_root = getRank() == root;
+  Tensors received = is_root ? outputs.at(0) : Tensors{};
+  TORCH_CHECK_VALUE(!is_root || static_cast<int>(received.size()) == getSize(),
+                    "gather: the root's output list must have world_size "
+                    "tensors");
+  return launch(c10d::OpType::GATHER, "gather", inputs, received,
+                [&, root, is_root](const Call& call) {
+                  Tensors sends(getSize()), recvs(getSize());
+                  if (is_root) {
+                    recvs = call.out;
+                  }
+                  sends[root] = call.in[0];
+                  exchange(call, sends, recvs);
+                });
+}
+
+c10::intrusive_ptr<c10d::Work> NativeBackend::scatter(
+    Tensors& outputs, TensorLists& inputs, const c10d::ScatterOptions& opts) {
+  TORCH_CHECK_VALUE(outputs.size() == 1, "scatter: one output tensor per call");
+  if (outputs[0].is_cpu()) {
+    return cpu("scatter").scatter(outputs, inputs, opts);
+  }
+  const int root = static_cast<int>(opts.rootRank);
+  const bool is_root = getRank() == root;
+  Tensors sent = is_root ? inputs.at(0) : Tensors{};
+  TORCH_CHECK_VALUE(!is_root || static_cast<int>(sent.size()) == getSize(),
+                    "scatter: the root's input list must have world_size "
+                    "tensors");
+  return launch(c10d::OpType::SCATTER, "scatter", sent, outputs,
+                [&, root, is_root](const Call& call) {
+                  Tensors sends(getSize()), recvs(getSize());
+                  if (is_root) {
+                    sends = call.in;
+                  }
+                  recvs[root] = call.out[0];
+                  exchange(call, sends, recvs);
+                });
+}
+
+c10::intrusive_ptr<c10d::Work> NativeBackend::send(Tensors& tensors,
+                                                   int dst_rank, int tag) {
+  TORCH_CHECK_VALUE(tensors.size() == 1, "send: one tensor per call");
+  if (tensors[0].is_cpu()) {
+    return cpu("send").send(tensors, dst_rank, tag);
+  }
+  return launch(c10d::OpType::SEND, "send", tensors, {}, [&](const Call& call) {
+    const Buffer buffer = bytes_of(call.in[0]);
+    call.comm.check(
+        call.comm.library().send(buffer.data, buffer.count, buffer.dtype,
+                                 dst_rank, call.comm.handle(), call.stream),
+        "send");
+  });
+}
+
+c10::intrusive_ptr<c10d::Work> NativeBackend::recv(Tensors& tensors,
+                                                   int src_rank, int tag) {
+  TORCH_CHECK_VALUE(tensors.size() == 1, "recv: one tensor per call");
+  if (tensors[0].is_cpu()) {
+    return cpu("recv").recv(tensors, src_rank, tag);
+  }
+  return launch(c10d::OpType::RECV, "recv", {}, tensors, [&](const Call& call) {
+    const Buffer buffer = bytes_of(call.out[0]);
+    call.comm.check(
+        call.comm.library().recv(buffer.data, buffer.count, buffer.dtype,
+                                 src_rank, call.comm.handle(), call.stream),
+        "recv");
+  });
+}
+
+// As ProcessGroupNCCL: a one-element all_reduce on the device last used (or
+// the rank's own), and wait() blocks the host until every rank reached it.
+c10::intrusive_ptr<c10d::Work> NativeBackend::barrier(
+    const c10d::BarrierOptions& opts) {
+  c10::DeviceIndex index = last_device_;
+  if (!opts.device_ids.empty()) {
+    index = static_cast<c10::DeviceIndex>(opts.device_ids.front());
+  } else if (opts.device.has_value() && !opts.device->is_cpu()) {
+    index = opts.device->index();
+  }
+  const c10::DeviceType type = c10::DeviceType::PrivateUse1;
+  if (index < 0) {
+    const c10::impl::VirtualGuardImpl guard_impl(type);
+    index = static_cast<c10::DeviceIndex>(getRank() % guard_impl.deviceCount());
+  }
+  Tensors token = {at::zeros(
+      {1},
+      at::TensorOptions().device(c10::Device(type, index)).dtype(at::kFloat))};
+  const c10d::ReduceOp sum(c10d::ReduceOp::SUM);
+  return launch(
+      c10d::OpType::BARRIER, "barrier", token, token,
+      [&](const Call& call) {
+        reduce_on_stream(call, call.in[0], call.out[0], sum, -1);
+      },
+      /*blocking=*/true);
+}
+
+}  // namespace torch_backend::distributed

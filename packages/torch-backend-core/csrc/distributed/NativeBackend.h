@@ -1,0 +1,136 @@
+// The c10d backend over the device's collective library (DeviceCollectives.h),
+// written once for every backend that has one: NCCL's role for a GPU.
+//
+// One communicator per device, created at the first collective on it (or at
+// init_process_group(device_id=...)). Each collective runs on the
+// communicator's stream after the caller's current stream has reached it, and
+// returns a NativeWork; CPU tensors in the same group go to the Gloo backend
+// the group was made with. Calls are serialised: DDP issues collectives from
+// autograd's threads while the main thread may issue others.
+#pragma once
+#include <torch/csrc/distributed/c10d/Backend.hpp>
+#include <torch/csrc/distributed/c10d/Store.hpp>
+
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "Communicator.h"
+#include "NativeWork.h"
+
+namespace torch_backend::distributed {
+
+class NativeBackend : public c10d::Backend {
+ public:
+  NativeBackend(c10::intrusive_ptr<c10d::Store> store, int rank, int size,
+                DeviceCollectives& library,
+                c10::intrusive_ptr<c10d::Backend> cpu_backend,
+                std::string name);
+  ~NativeBackend() override;
+
+  const std::string getBackendName() const override { return name_; }
+  void eagerConnectSingleDevice(at::Device device) override;
+  void abort() override;
+  void shutdown() override;
+  void setSequenceNumberForGroup() override {}
+  uint64_t getSequenceNumberForGroup() override { return sequence_; }
+  // batch_isend_irecv and _coalescing_manager go through start/end
+  // coalescing, so a library's group_start/group_end can issue them as one.
+  bool supportsCoalescing() const override { return true; }
+  void startCoalescing() override;
+  c10::intrusive_ptr<c10d::Work> endCoalescing() override;
+
+  using Work = c10::intrusive_ptr<c10d::Work>;
+  using Tensors = std::vector<at::Tensor>;
+  using TensorLists = std::vector<std::vector<at::Tensor>>;
+
+  Work broadcast(Tensors& tensors, const c10d::BroadcastOptions& opts) override;
+  Work allreduce(Tensors& tensors, const c10d::AllreduceOptions& opts) override;
+  Work allreduce_coalesced(
+      Tensors& tensors, const c10d::AllreduceCoalescedOptions& opts) override;
+  Work reduce(Tensors& tensors, const c10d::ReduceOptions& opts) override;
+  Work allgather(TensorLists& outputs, Tensors& inputs,
+                 const c10d::AllgatherOptions& opts) override;
+  Work _allgather_base(at::Tensor& output, at::Tensor& input,
+                       const c10d::AllgatherOptions& opts) override;
+  Work allgather_into_tensor_coalesced(
+      Tensors& outputs, Tensors& inputs,
+      const c10d::AllgatherOptions& opts) override;
+  Work reduce_scatter(Tensors& outputs, TensorLists& inputs,
+                      const c10d::ReduceScatterOptions& opts) override;
+  Work _reduce_scatter_base(at::Tensor& output, at::Tensor& input,
+                            const c10d::ReduceScatterOptions& opts) override;
+  Work reduce_scatter_tensor_coalesced(
+      Tensors& outputs, Tensors& inputs,
+      const c10d::ReduceScatterOptions& opts) override;
+  Work alltoall_base(at::Tensor& output, at::Tensor& input,
+                     std::vector<int64_t>& output_split_sizes,
+                     std::vector<int64_t>& input_split_sizes,
+                     const c10d::AllToAllOptions& opts) override;
+  Work alltoall(Tensors& outputs, Tensors& inputs,
+                const c10d::AllToAllOptions& opts) override;
+  Work gather(TensorLists& outputs, Tensors& inputs,
+              const c10d::GatherOptions& opts) override;
+  Work scatter(Tensors& outputs, TensorLists& inputs,
+               const c10d::ScatterOptions& opts) override;
+  Work send(Tensors& tensors, int dst_rank, int tag) override;
+  Work recv(Tensors& tensors, int src_rank, int tag) override;
+  Work barrier(const c10d::BarrierOptions& opts) override;
+
+ public:
+  // What a collective enqueues on the communicator's stream (which is
+  // current while it runs), given dense stand-ins of its inputs and outputs;
+  // it may add tensors the work must keep alive.
+  struct Call {
+    Communicator& comm;
+    StreamHandle stream;
+    const Tensors& in;
+    const Tensors& out;
+    Tensors& keep_alive;
+    // Stream work that uses the library's results (copies out, a division):
+    // run at once, or, inside a coalescing group, after group_end has
+    // enqueued the group's calls.
+    std::function<void(std::function<void()>)> after;
+  };
+  using Enqueue = std::function<void(const Call&)>;
+
+ private:
+  // Orders the communication stream after the current stream, enqueues, and
+  // returns the work. `inputs` and `outputs` (the work's result) are on one
+  // device; a tensor may be both (in place). A tensor that is not dense gets
+  // a dense stand-in, copied in before and back after, as the library needs.
+  Work launch(c10d::OpType type, const char* name, const Tensors& inputs,
+              const Tensors& outputs, const Enqueue& enqueue,
+              bool blocking = false);
+  // Sends and receives issued as one group of the library (all_to_all,
+  // gather, scatter): sends[r] goes to rank r, recvs[r] comes from it
+  // (undefined tensors: nothing).
+  static void exchange(const Call& call, const Tensors& sends,
+                       const Tensors& recvs);
+  std::shared_ptr<Communicator> communicator(c10::Device device);
+  c10d::Backend& cpu(const char* op);
+
+  c10::intrusive_ptr<c10d::Store> store_;
+  DeviceCollectives& library_;
+  c10::intrusive_ptr<c10d::Backend> cpu_backend_;
+  std::string name_;
+  std::recursive_mutex mutex_;
+  std::map<c10::DeviceIndex, std::shared_ptr<Communicator>> comms_;
+  int comms_created_ = 0;
+  uint64_t sequence_ = 0;
+  c10::DeviceIndex last_device_ = -1;
+  // Unfinished works: they keep their tensors alive until the stream is
+  // past them, even where the caller drops the work without waiting.
+  std::vector<c10::intrusive_ptr<NativeWork>> in_flight_;
+  // Between startCoalescing and endCoalescing.
+  bool coalescing_ = false;
+  bool grouped_ = false;  // the library collects the calls (group_start)
+  std::vector<c10::intrusive_ptr<NativeWork>> coalesced_;
+  std::vector<std::pair<c10::Stream, std::vector<std::function<void()>>>>
+      after_group_;
+};
+
+}  // namespace torch_backend::distributed
