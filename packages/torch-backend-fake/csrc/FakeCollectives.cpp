@@ -1,32 +1,15 @@
 // The fake device's collective library (DeviceCollectives.h): what NCCL is
-// to a GPU, for the processes of one machine.
-//
-// A communicator is a POSIX shared-memory segment that every rank maps: a
-// staging slot per rank for collectives and a mailbox per ordered pair of
-// ranks for send/recv. Each call is enqueued on a fake stream like a kernel
-// and runs on that stream's worker thread, which waits for its peers there,
-// as an NCCL kernel spins on the GPU: the host returns at once, and the
-// stream is busy until every rank has arrived.
-//  - Collectives move data in chunks through the slots. Each chunk ends in a
-//    barrier (every rank publishes how many chunks it reached); the two
-//    halves of a slot alternate, so a rank writes the next chunk while its
-//    peers still read the last one.
-//  - A waiting rank gives up when its communicator is aborted, when a peer's
-//    failure is published in the segment, or when a peer's process has
-//    exited: the call fails with that status, which comm_async_error then
-//    reports. Nothing else ends a wait: a hung peer is core's watchdog's to
-//    detect (its timeout), and its abort ends the wait.
-#include <fcntl.h>
-#include <signal.h>
-#include <sys/mman.h>
+// to a GPU, for the processes of one machine, over the fake machine's
+// interconnect (FakeInterconnect.h). Each call is enqueued on a fake stream
+// like a kernel and runs on that stream's worker thread, which waits for its
+// peers there, as an NCCL kernel spins on the GPU: the host returns at once,
+// and the stream is busy until every rank has arrived. A failed call fails
+// its communicator, which comm_async_error then reports.
 #include <unistd.h>
 
-#include <algorithm>
-#include <atomic>
-#include <cerrno>
-#include <cstdint>
 #include <cstdio>
 #include <cstring>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <random>
@@ -35,16 +18,19 @@
 #include <unordered_map>
 #include <vector>
 
-#include <c10/util/BFloat16.h>
-#include <c10/util/Half.h>
-
 #include <torch_backend/DeviceCollectives.h>
 
 #include "FakeHardware.h"
+#include "FakeInterconnect.h"
 
 namespace fake {
 namespace {
 
+using interconnect::Comm;
+using interconnect::CommRef;
+using interconnect::exchange;
+using interconnect::in_chunks;
+using interconnect::kHalfBytes;
 using torch_backend::CollectiveId;
 using torch_backend::CommHandle;
 using torch_backend::DType;
@@ -52,315 +38,7 @@ using torch_backend::kNotSupported;
 using torch_backend::kSuccess;
 using torch_backend::ReduceOp;
 using torch_backend::StreamHandle;
-
-// The library's status codes (after the machine's).
-enum CollectiveCode : Status {
-  kCommAborted = 20,
-  kPeerFailed = 21,
-  kPeerExited = 22,
-  kInvalidArgument = 23,
-  kJoinTimeout = 24,
-  kSystemError = 25,
-};
-
-constexpr int kMaxRanks = 64;
-constexpr std::size_t kHalfBytes = std::size_t{2} << 20;  // slot = 2 halves
-constexpr std::size_t kBoxBytes = std::size_t{1} << 20;   // per rank pair
-constexpr std::uint64_t kMagic = 0x66616b652d63636cULL;
-constexpr auto kJoinLimit = std::chrono::minutes(5);
-
-struct alignas(64) RankState {
-  std::atomic<std::uint64_t> arrived;  // barriers this rank has reached
-  std::atomic<std::int32_t> pid;
-};
-struct alignas(64) PairState {
-  std::atomic<std::uint64_t> sent;   // chunks the sender put in the box
-  std::atomic<std::uint64_t> taken;  // chunks the receiver took out
-};
-
-// The start of the segment; pairs, slots and mailboxes follow it.
-struct Segment {
-  std::atomic<std::uint64_t> magic;
-  std::atomic<std::int32_t> joined;
-  // The first rank whose failure stopped the communicator, plus one (the
-  // segment starts zeroed: 0 is none), and that failure's status.
-  std::atomic<std::int32_t> failed_rank_plus_one;
-  std::atomic<std::int32_t> failure;
-  RankState ranks[kMaxRanks];
-};
-
-std::size_t segment_bytes(int nranks) {
-  const auto n = static_cast<std::size_t>(nranks);
-  return sizeof(Segment) + n * n * sizeof(PairState) + n * 2 * kHalfBytes +
-         n * n * kBoxBytes;
-}
-
-std::size_t element_size(DType dtype) {
-  switch (dtype) {
-    case DType::Bool:
-    case DType::UInt8:
-    case DType::Int8:
-      return 1;
-    case DType::Int16:
-    case DType::Float16:
-    case DType::BFloat16:
-      return 2;
-    case DType::Int32:
-    case DType::Float32:
-      return 4;
-    case DType::Int64:
-    case DType::Float64:
-      return 8;
-  }
-  return 0;
-}
-
-bool is_floating(DType dtype) {
-  return dtype == DType::Float16 || dtype == DType::BFloat16 ||
-         dtype == DType::Float32 || dtype == DType::Float64;
-}
-
-// One process's view of a communicator. Its counters are touched only by
-// the stream worker running its calls (core issues a communicator's calls on
-// one stream), the flags from any thread.
-struct Comm {
-  Comm(Segment* segment, std::size_t bytes, int nranks, int rank, int device)
-      : segment(segment),
-        bytes(bytes),
-        nranks(nranks),
-        rank(rank),
-        device(device),
-        sent(nranks, 0),
-        taken(nranks, 0) {}
-  ~Comm() { munmap(segment, bytes); }
-
-  PairState& pair(int from, int to) {
-    auto* pairs = reinterpret_cast<PairState*>(segment + 1);
-    return pairs[from * nranks + to];
-  }
-  char* slot(int owner, std::uint64_t barrier) {
-    char* slots = reinterpret_cast<char*>(segment + 1) +
-                  sizeof(PairState) * nranks * nranks;
-    return slots + (owner * 2 + barrier % 2) * kHalfBytes;
-  }
-  char* box(int from, int to) {
-    return slot(0, 0) + 2 * kHalfBytes * nranks +
-           (from * nranks + to) * kBoxBytes;
-  }
-
-  // Why waiting must stop, or kSuccess to go on waiting.
-  Status interrupted(bool check_peers) {
-    if (aborted.load(std::memory_order_relaxed)) {
-      return kCommAborted;
-    }
-    const int failed =
-        segment->failed_rank_plus_one.load(std::memory_order_acquire) - 1;
-    if (failed >= 0 && failed != rank) {
-      return kPeerFailed;
-    }
-    if (check_peers) {
-      for (int r = 0; r < nranks; ++r) {
-        const pid_t pid = segment->ranks[r].pid.load(std::memory_order_relaxed);
-        if (r != rank && pid > 0 && kill(pid, 0) != 0 && errno == ESRCH) {
-          publish_failure(r, kPeerExited);
-          return kPeerExited;
-        }
-      }
-    }
-    return kSuccess;
-  }
-
-  // Spins briefly (latency), then sleeps in short steps; looks for exited
-  // peers every 50 ms.
-  template <typename Ready>
-  Status wait_until(Ready ready) {
-    auto next_peer_check = Clock::now() + std::chrono::milliseconds(50);
-    for (long spins = 0; !ready(); ++spins) {
-      bool check_peers = false;
-      if (spins > 200) {
-        std::this_thread::sleep_for(std::chrono::microseconds(20));
-        if (Clock::now() > next_peer_check) {
-          check_peers = true;
-          next_peer_check = Clock::now() + std::chrono::milliseconds(50);
-        }
-      } else {
-        std::this_thread::yield();
-      }
-      if (Status why = interrupted(check_peers); why != kSuccess) {
-        return why;
-      }
-    }
-    return kSuccess;
-  }
-
-  // Every rank has finished the chunk before barrier `number`.
-  Status barrier(std::uint64_t number) {
-    segment->ranks[rank].arrived.store(number, std::memory_order_release);
-    return wait_until([&] {
-      for (int r = 0; r < nranks; ++r) {
-        if (segment->ranks[r].arrived.load(std::memory_order_acquire) <
-            number) {
-          return false;
-        }
-      }
-      return true;
-    });
-  }
-
-  void publish_failure(int who, Status status) {
-    std::int32_t none = 0;
-    if (segment->failed_rank_plus_one.compare_exchange_strong(none, who + 1)) {
-      segment->failure.store(status, std::memory_order_release);
-    }
-  }
-
-  void fail(Status status) {
-    Status expected = kSuccess;
-    async_error.compare_exchange_strong(expected, status);
-    if (status != kPeerFailed && status != kPeerExited) {
-      publish_failure(rank, status);  // peers stop waiting for this rank
-    }
-  }
-
-  Segment* const segment;
-  const std::size_t bytes;
-  const int nranks;
-  const int rank;
-  const int device;
-  std::uint64_t barriers = 0;
-  std::vector<std::uint64_t> sent;   // chunks sent to each peer
-  std::vector<std::uint64_t> taken;  // chunks received from each peer
-  std::atomic<bool> aborted{false};
-  std::atomic<Status> async_error{kSuccess};
-};
-
-using CommRef = std::shared_ptr<Comm>;
-
-// ---- element arithmetic
-// ------------------------------------------------------
-
-template <typename T>
-using Accumulate = std::conditional_t<
-    std::is_same_v<T, c10::Half> || std::is_same_v<T, c10::BFloat16>, float, T>;
-
-template <typename T>
-void reduce_typed(void* out, const std::vector<const char*>& parts,
-                  std::size_t count, ReduceOp op) {
-  auto* result = static_cast<T*>(out);
-  for (std::size_t i = 0; i < count; ++i) {
-    auto value =
-        static_cast<Accumulate<T>>(reinterpret_cast<const T*>(parts[0])[i]);
-    for (std::size_t p = 1; p < parts.size(); ++p) {
-      const auto next =
-          static_cast<Accumulate<T>>(reinterpret_cast<const T*>(parts[p])[i]);
-      switch (op) {
-        case ReduceOp::Sum:
-        case ReduceOp::Avg:
-          value = value + next;
-          break;
-        case ReduceOp::Product:
-          value = value * next;
-          break;
-        case ReduceOp::Min:
-          value = std::min(value, next);
-          break;
-        case ReduceOp::Max:
-          value = std::max(value, next);
-          break;
-      }
-    }
-    if (op == ReduceOp::Avg) {
-      value = value / static_cast<Accumulate<T>>(parts.size());
-    }
-    result[i] = static_cast<T>(value);
-  }
-}
-
-void reduce_into(void* out, const std::vector<const char*>& parts,
-                 std::size_t count, DType dtype, ReduceOp op) {
-  switch (dtype) {
-    case DType::Bool:
-    case DType::UInt8:
-      return reduce_typed<std::uint8_t>(out, parts, count, op);
-    case DType::Int8:
-      return reduce_typed<std::int8_t>(out, parts, count, op);
-    case DType::Int16:
-      return reduce_typed<std::int16_t>(out, parts, count, op);
-    case DType::Int32:
-      return reduce_typed<std::int32_t>(out, parts, count, op);
-    case DType::Int64:
-      return reduce_typed<std::int64_t>(out, parts, count, op);
-    case DType::Float16:
-      return reduce_typed<c10::Half>(out, parts, count, op);
-    case DType::BFloat16:
-      return reduce_typed<c10::BFloat16>(out, parts, count, op);
-    case DType::Float32:
-      return reduce_typed<float>(out, parts, count, op);
-    case DType::Float64:
-      return reduce_typed<double>(out, parts, count, op);
-  }
-}
-
-// ---- the calls, as run on a stream's worker
-// ----------------------------------
-
-// Chunks of at most `limit` bytes, whole elements: body(offset, bytes).
-template <typename Body>
-Status in_chunks(std::size_t total, std::size_t element, std::size_t limit,
-                 Body body) {
-  const std::size_t step = std::max<std::size_t>(limit / element, 1) * element;
-  for (std::size_t offset = 0; offset < total; offset += step) {
-    if (Status status = body(offset, std::min(step, total - offset));
-        status != kSuccess) {
-      return status;
-    }
-  }
-  return kSuccess;
-}
-
-// A collective's step: `publish` fills this rank's half of the slot, the
-// barrier passes, `collect` reads the peers' halves.
-template <typename Publish, typename Collect>
-Status exchange(Comm& comm, Publish publish, Collect collect) {
-  const std::uint64_t number = ++comm.barriers;
-  publish(comm.slot(comm.rank, number));
-  if (Status status = comm.barrier(number); status != kSuccess) {
-    return status;
-  }
-  collect([&](int owner) { return comm.slot(owner, number); });
-  return kSuccess;
-}
-
-Status send_chunks(Comm& comm, const char* data, std::size_t bytes, int peer) {
-  PairState& pair = comm.pair(comm.rank, peer);
-  return in_chunks(bytes, 1, kBoxBytes, [&](std::size_t offset, std::size_t n) {
-    const std::uint64_t done = comm.sent[peer];
-    if (Status status = comm.wait_until(
-            [&] { return pair.taken.load(std::memory_order_acquire) == done; });
-        status != kSuccess) {
-      return status;
-    }
-    std::memcpy(comm.box(comm.rank, peer), data + offset, n);
-    pair.sent.store(++comm.sent[peer], std::memory_order_release);
-    return kSuccess;
-  });
-}
-
-Status recv_chunks(Comm& comm, char* data, std::size_t bytes, int peer) {
-  PairState& pair = comm.pair(peer, comm.rank);
-  return in_chunks(bytes, 1, kBoxBytes, [&](std::size_t offset, std::size_t n) {
-    const std::uint64_t wanted = comm.taken[peer] + 1;
-    if (Status status = comm.wait_until([&] {
-          return pair.sent.load(std::memory_order_acquire) >= wanted;
-        });
-        status != kSuccess) {
-      return status;
-    }
-    std::memcpy(data + offset, comm.box(peer, comm.rank), n);
-    pair.taken.store(++comm.taken[peer], std::memory_order_release);
-    return kSuccess;
-  });
-}
+using namespace interconnect;  // the status codes
 
 // ---- groups
 // --------------------------------------------------------------------
@@ -435,36 +113,12 @@ class FakeCollectives final : public torch_backend::DeviceCollectives {
     if (nranks < 1 || nranks > kMaxRanks || rank < 0 || rank >= nranks) {
       return kInvalidArgument;
     }
-    const char* name = reinterpret_cast<const char*>(id.bytes);
-    const int fd = shm_open(name, O_CREAT | O_RDWR, 0600);
-    if (fd < 0) {
-      return kSystemError;
-    }
-    const std::size_t bytes = segment_bytes(nranks);
-    // Every rank sizes it alike; the pages read as zeros until written.
-    void* memory =
-        ftruncate(fd, static_cast<off_t>(bytes)) == 0
-            ? mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0)
-            : MAP_FAILED;
-    close(fd);
-    if (memory == MAP_FAILED) {
-      shm_unlink(name);
-      return kSystemError;
-    }
-    auto* segment = static_cast<Segment*>(memory);
-    auto comm =
-        std::make_shared<Comm>(segment, bytes, nranks, rank, current_device());
-    segment->ranks[rank].pid.store(static_cast<std::int32_t>(getpid()));
-    segment->joined.fetch_add(1);
-    const auto deadline = Clock::now() + kJoinLimit;
-    while (segment->joined.load() < nranks) {
-      if (Clock::now() > deadline) {
-        return kJoinTimeout;
-      }
-      std::this_thread::sleep_for(std::chrono::microseconds(100));
-    }
-    if (rank == 0) {
-      shm_unlink(name);  // every rank has it mapped: the name may go
+    CommRef comm;
+    const Status status =
+        interconnect::join(reinterpret_cast<const char*>(id.bytes), nranks,
+                           rank, current_device(), &comm);
+    if (status != kSuccess) {
+      return status;
     }
     std::lock_guard<std::mutex> lock(mutex_);
     comms_[comm.get()] = comm;

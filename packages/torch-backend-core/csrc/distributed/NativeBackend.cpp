@@ -58,12 +58,26 @@ void reduce_on_stream(const NativeBackend::Call& call, const at::Tensor& input,
 NativeBackend::NativeBackend(c10::intrusive_ptr<c10d::Store> store, int rank,
                              int size, DeviceCollectives& library,
                              c10::intrusive_ptr<c10d::Backend> cpu_backend,
-                             std::string name)
+                             std::string name,
+                             std::chrono::milliseconds timeout,
+                             bool end_process_on_error)
     : c10d::Backend(rank, size),
       store_(std::move(store)),
       library_(library),
       cpu_backend_(std::move(cpu_backend)),
-      name_(std::move(name)) {}
+      name_(std::move(name)),
+      timeout_(timeout),
+      end_process_on_error_(end_process_on_error) {}
+
+Watchdog& NativeBackend::watchdog() {
+  if (!watchdog_) {
+    watchdog_ = std::make_unique<Watchdog>(
+        name_ + " (rank " + std::to_string(getRank()) + " of " +
+            std::to_string(getSize()) + ")",
+        timeout_, end_process_on_error_);
+  }
+  return *watchdog_;
+}
 
 NativeBackend::~NativeBackend() = default;
 
@@ -78,6 +92,7 @@ std::shared_ptr<Communicator> NativeBackend::communicator(c10::Device device) {
   auto comm = Communicator::create(library_, *store_, key, getRank(), getSize(),
                                    device);
   comms_[device.index()] = comm;
+  watchdog().watch(std::weak_ptr<Communicator>(comm));
   return comm;
 }
 
@@ -105,6 +120,7 @@ void NativeBackend::abort() {
 
 void NativeBackend::shutdown() {
   std::lock_guard<std::recursive_mutex> lock(mutex_);
+  watchdog_.reset();
   in_flight_.clear();
   comms_.clear();  // destroyed once their enqueued work is done
   if (cpu_backend_) {
@@ -143,7 +159,7 @@ c10::intrusive_ptr<c10d::Work> NativeBackend::endCoalescing() {
     }
     after_group_.clear();
     for (auto& work : works) {
-      work->record_end();
+      work->state()->record_end();
     }
   }
   return c10::make_intrusive<CoalescedWork>(
@@ -163,6 +179,11 @@ c10::intrusive_ptr<c10d::Work> NativeBackend::launch(
     }
   }
   std::lock_guard<std::recursive_mutex> lock(mutex_);
+  if (const std::string failed = watchdog().failure(); !failed.empty()) {
+    C10_THROW_ERROR(
+        DistBackendError,
+        name_ + " " + name + ": the process group failed earlier: " + failed);
+  }
   std::shared_ptr<Communicator> comm = communicator(device);
   last_device_ = device.index();
   // The collective reads what the caller's stream has written so far.
@@ -225,15 +246,16 @@ c10::intrusive_ptr<c10d::Work> NativeBackend::launch(
                             std::to_string(first.numel()) + " x " +
                             std::string(c10::toString(first.scalar_type())) +
                             ", " + comm->describe() + ")";
-  auto work =
-      c10::make_intrusive<NativeWork>(comm, type, std::move(description),
-                                      outputs, std::move(keep_alive), blocking);
+  auto state = std::make_shared<WorkState>(comm, std::move(description));
+  auto work = c10::make_intrusive<NativeWork>(state, type, outputs,
+                                              std::move(keep_alive), blocking);
   if (coalescing_) {
     coalesced_.push_back(work);
   }
   if (!deferred) {
-    work->record_end();
+    state->record_end();
   }
+  watchdog().watch(state);
   // Finished works let go of their tensors; unfinished ones stay here.
   in_flight_.erase(
       std::remove_if(in_flight_.begin(), in_flight_.end(),

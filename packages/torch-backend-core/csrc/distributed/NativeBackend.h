@@ -4,8 +4,9 @@
 // One communicator per device, created at the first collective on it (or at
 // init_process_group(device_id=...)). Each collective runs on the
 // communicator's stream after the caller's current stream has reached it, and
-// returns a NativeWork; CPU tensors in the same group go to the Gloo backend
-// the group was made with. Calls are serialised: DDP issues collectives from
+// returns a NativeWork, which the group's Watchdog fails on a timeout or a
+// library error; CPU tensors in the same group go to the Gloo backend the
+// group was made with. Calls are serialised: DDP issues collectives from
 // autograd's threads while the main thread may issue others.
 #pragma once
 #include <torch/csrc/distributed/c10d/Backend.hpp>
@@ -20,15 +21,18 @@
 
 #include "Communicator.h"
 #include "NativeWork.h"
+#include "Watchdog.h"
 
 namespace torch_backend::distributed {
 
 class NativeBackend : public c10d::Backend {
  public:
+  // `timeout`: how long a collective may run before the watchdog fails the
+  // group; `end_process_on_error`: the watchdog ends the process instead.
   NativeBackend(c10::intrusive_ptr<c10d::Store> store, int rank, int size,
                 DeviceCollectives& library,
-                c10::intrusive_ptr<c10d::Backend> cpu_backend,
-                std::string name);
+                c10::intrusive_ptr<c10d::Backend> cpu_backend, std::string name,
+                std::chrono::milliseconds timeout, bool end_process_on_error);
   ~NativeBackend() override;
 
   const std::string getBackendName() const override { return name_; }
@@ -112,6 +116,7 @@ class NativeBackend : public c10d::Backend {
                        const Tensors& recvs);
   std::shared_ptr<Communicator> communicator(c10::Device device);
   c10d::Backend& cpu(const char* op);
+  Watchdog& watchdog();
 
   c10::intrusive_ptr<c10d::Store> store_;
   DeviceCollectives& library_;
@@ -131,6 +136,9 @@ class NativeBackend : public c10d::Backend {
   std::vector<c10::intrusive_ptr<NativeWork>> coalesced_;
   std::vector<std::pair<c10::Stream, std::vector<std::function<void()>>>>
       after_group_;
+  const std::chrono::milliseconds timeout_;
+  const bool end_process_on_error_;
+  std::unique_ptr<Watchdog> watchdog_;  // started with the first collective
 };
 
 }  // namespace torch_backend::distributed

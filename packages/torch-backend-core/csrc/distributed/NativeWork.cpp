@@ -8,80 +8,98 @@
 
 namespace torch_backend::distributed {
 
-NativeWork::NativeWork(std::shared_ptr<Communicator> comm, c10d::OpType type,
-                       std::string description, std::vector<at::Tensor> outputs,
-                       std::vector<at::Tensor> keep_alive, bool blocking)
-    : c10d::Work(comm->rank(), type),
-      comm_(std::move(comm)),
-      description_(std::move(description)),
-      end_(comm_->device().type()),
-      outputs_(std::move(outputs)),
-      keep_alive_(std::move(keep_alive)),
-      blocking_(blocking) {}
+WorkState::WorkState(std::shared_ptr<Communicator> comm,
+                     std::string description)
+    : comm(std::move(comm)),
+      description(std::move(description)),
+      end(this->comm->device().type()) {}
 
-void NativeWork::record_end() { end_.record(comm_->stream()); }
-
-void NativeWork::fail(const std::string& why) {
+void WorkState::record_end() {
+  end.record(comm->stream());
   std::lock_guard<std::mutex> lock(mutex_);
-  if (done_ || error_) {
-    return;
-  }
-  try {
-    C10_THROW_ERROR(DistBackendError, description_ + " failed: " + why);
-  } catch (...) {
-    error_ = std::current_exception();
-  }
+  recorded_ = true;
+  enqueued_ = std::chrono::steady_clock::now();
 }
 
-void NativeWork::throw_if_failed() {
-  const std::string async = comm_->async_error();
-  if (!async.empty()) {
-    fail(async + " (" + comm_->library().library_name() + ", " +
-         comm_->describe() + ")");
-  }
-  std::lock_guard<std::mutex> lock(mutex_);
-  if (error_) {
-    std::rethrow_exception(error_);
-  }
-}
-
-bool NativeWork::isCompleted() {
+bool WorkState::poll() {
   {
     std::lock_guard<std::mutex> lock(mutex_);
     if (done_ || error_) {
       return true;
     }
+    if (!recorded_) {
+      return false;
+    }
   }
-  const std::string async = comm_->async_error();
+  const std::string async = comm->async_error();
   if (!async.empty()) {
-    fail(async);
+    fail(async + " (" + comm->library().library_name() + ", " +
+         comm->describe() + ")");
     return true;
   }
-  if (!end_.query()) {
+  if (!end.query()) {
     return false;
   }
   std::lock_guard<std::mutex> lock(mutex_);
   done_ = true;
-  keep_alive_.clear();  // the stream is past them
   return true;
 }
 
-bool NativeWork::isSuccess() const {
+void WorkState::fail(const std::string& why) {
   std::lock_guard<std::mutex> lock(mutex_);
-  return !error_;
+  if (done_ || error_) {
+    return;
+  }
+  try {
+    C10_THROW_ERROR(DistBackendError, description + " failed: " + why);
+  } catch (...) {
+    error_ = std::current_exception();
+  }
 }
 
-std::exception_ptr NativeWork::exception() const {
+std::exception_ptr WorkState::error() const {
   std::lock_guard<std::mutex> lock(mutex_);
   return error_;
 }
+
+std::chrono::milliseconds WorkState::running_for() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (!recorded_) {
+    return std::chrono::milliseconds(0);
+  }
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+      std::chrono::steady_clock::now() - enqueued_);
+}
+
+NativeWork::NativeWork(std::shared_ptr<WorkState> state, c10d::OpType type,
+                       std::vector<at::Tensor> outputs,
+                       std::vector<at::Tensor> keep_alive, bool blocking)
+    : c10d::Work(state->comm->rank(), type),
+      state_(std::move(state)),
+      outputs_(std::move(outputs)),
+      keep_alive_(std::move(keep_alive)),
+      blocking_(blocking) {}
+
+void NativeWork::throw_if_failed() {
+  state_->poll();
+  if (std::exception_ptr error = state_->error()) {
+    std::rethrow_exception(error);
+  }
+}
+
+bool NativeWork::isCompleted() { return state_->poll(); }
+
+bool NativeWork::isSuccess() const { return !state_->error(); }
+
+std::exception_ptr NativeWork::exception() const { return state_->error(); }
 
 std::vector<at::Tensor> NativeWork::result() { return outputs_; }
 
 void NativeWork::synchronize() {
   throw_if_failed();
-  const c10::impl::VirtualGuardImpl guard(comm_->device().type());
-  end_.block(guard.getStream(comm_->device()));
+  const c10::Device device = state_->comm->device();
+  const c10::impl::VirtualGuardImpl guard(device.type());
+  state_->end.block(guard.getStream(device));
 }
 
 bool NativeWork::wait(std::chrono::milliseconds timeout) {
@@ -90,10 +108,10 @@ bool NativeWork::wait(std::chrono::milliseconds timeout) {
     return true;
   }
   const auto deadline = std::chrono::steady_clock::now() + timeout;
-  while (!isCompleted()) {
+  while (!state_->poll()) {
     if (timeout != kNoTimeout && std::chrono::steady_clock::now() > deadline) {
-      fail("not done within the wait's timeout of " +
-           std::to_string(timeout.count()) + " ms");
+      state_->fail("not done within the wait's timeout of " +
+                   std::to_string(timeout.count()) + " ms");
       break;
     }
     std::this_thread::sleep_for(std::chrono::microseconds(200));
@@ -103,19 +121,20 @@ bool NativeWork::wait(std::chrono::milliseconds timeout) {
 }
 
 void NativeWork::abort() {
-  comm_->abort();
-  fail("aborted");
+  state_->comm->abort();
+  state_->fail("aborted");
 }
 
 c10::intrusive_ptr<c10::ivalue::Future> NativeWork::getFuture() {
-  std::lock_guard<std::mutex> lock(mutex_);
+  std::lock_guard<std::mutex> lock(future_mutex_);
   if (!future_) {
     // A device-aware future: completed now with the communication stream
     // current, it records that stream's work, and its users' streams wait
     // for it (DDP's communication hooks chain work on it).
+    const c10::Device device = state_->comm->device();
     future_ = c10::make_intrusive<c10::ivalue::Future>(
-        c10::ListType::ofTensors(), std::vector<c10::Device>{comm_->device()});
-    const c10::StreamGuard on_comm(comm_->stream());
+        c10::ListType::ofTensors(), std::vector<c10::Device>{device});
+    const c10::StreamGuard on_comm(state_->comm->stream());
     future_->markCompleted(c10::IValue(outputs_));
   }
   return future_;

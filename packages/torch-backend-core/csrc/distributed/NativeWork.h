@@ -3,15 +3,17 @@
 //
 // As in ProcessGroupNCCL: wait() makes the caller's current stream wait for
 // that event (the host goes on), so later work on the stream sees the
-// results; with an explicit timeout it also blocks the host until the
-// collective is done or the time is up. The work keeps its tensors alive
-// until then, instead of recordStream. A communicator error or abort (core's
-// watchdog) fails it: wait() then raises, naming the collective.
+// results; with an explicit timeout, or for a barrier, it also blocks the
+// host until the collective is done. The work keeps its tensors alive until
+// then, instead of recordStream. Its state (WorkState) is shared with the
+// group's watchdog, which fails it on a timeout or a library error: wait()
+// then raises, naming the collective.
 #pragma once
 #include <torch/csrc/distributed/c10d/Work.hpp>
 
 #include <c10/core/Event.h>
 
+#include <chrono>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -21,17 +23,44 @@
 
 namespace torch_backend::distributed {
 
+// What the watchdog needs of a work, without its tensors: the watchdog's
+// thread must never free a tensor (it may run while Python finalises).
+class WorkState {
+ public:
+  WorkState(std::shared_ptr<Communicator> comm, std::string description);
+
+  // Marks the end of the collective on the communication stream: right after
+  // it was enqueued, or after the group that enqueues it (coalescing).
+  void record_end();
+  // True once the collective finished or failed (a library error fails it).
+  bool poll();
+  // Fails it with `why` unless it already finished.
+  void fail(const std::string& why);
+  // The error, if it failed.
+  std::exception_ptr error() const;
+  // Milliseconds since it was enqueued (0 before).
+  std::chrono::milliseconds running_for() const;
+
+  const std::shared_ptr<Communicator> comm;
+  const std::string description;
+  c10::Event end;
+
+ private:
+  mutable std::mutex mutex_;
+  std::exception_ptr error_;
+  bool done_ = false;
+  bool recorded_ = false;
+  std::chrono::steady_clock::time_point enqueued_;
+};
+
 class NativeWork : public c10d::Work {
  public:
   // `outputs` are the work's results; `keep_alive` every tensor the
   // collective reads or writes. `blocking`: wait() also blocks the host until
   // the collective is done (a barrier).
-  NativeWork(std::shared_ptr<Communicator> comm, c10d::OpType type,
-             std::string description, std::vector<at::Tensor> outputs,
+  NativeWork(std::shared_ptr<WorkState> state, c10d::OpType type,
+             std::vector<at::Tensor> outputs,
              std::vector<at::Tensor> keep_alive, bool blocking = false);
-  // Marks the end of the collective on the communication stream: right after
-  // it was enqueued, or after the group that enqueues it (coalescing).
-  void record_end();
 
   bool isCompleted() override;
   bool isSuccess() const override;
@@ -42,23 +71,16 @@ class NativeWork : public c10d::Work {
   void abort() override;
   c10::intrusive_ptr<c10::ivalue::Future> getFuture() override;
 
-  // Fails the work with `why` unless it already completed (the watchdog).
-  void fail(const std::string& why);
-  const std::string& description() const { return description_; }
+  const std::shared_ptr<WorkState>& state() const { return state_; }
 
  private:
-  // Throws the work's error, if it has one (checking the communicator).
   void throw_if_failed();
 
-  std::shared_ptr<Communicator> comm_;
-  std::string description_;
-  c10::Event end_;
+  std::shared_ptr<WorkState> state_;
   std::vector<at::Tensor> outputs_;
   std::vector<at::Tensor> keep_alive_;
   const bool blocking_;
-  mutable std::mutex mutex_;
-  std::exception_ptr error_;
-  bool done_ = false;
+  std::mutex future_mutex_;
   c10::intrusive_ptr<c10::ivalue::Future> future_;
 };
 

@@ -35,8 +35,9 @@ c10d::Backend* make_staged_backend(c10d::Backend* gloo, const std::string& name,
 }
 
 c10d::Backend* make_native_backend(c10d::Store* store, int rank, int size,
-                                   c10d::Backend* gloo,
-                                   const std::string& name) {
+                                   c10d::Backend* gloo, const std::string& name,
+                                   double timeout_s,
+                                   bool end_process_on_error) {
   TORCH_CHECK_TYPE(store != nullptr, "expected a store, got None");
   DeviceCollectives* library = active_collectives();
   TORCH_CHECK(library != nullptr,
@@ -46,7 +47,8 @@ c10d::Backend* make_native_backend(c10d::Store* store, int rank, int size,
       *library,
       gloo == nullptr ? c10::intrusive_ptr<c10d::Backend>()
                       : c10::intrusive_ptr<c10d::Backend>::reclaim_copy(gloo),
-      name);
+      name, std::chrono::milliseconds(static_cast<int64_t>(timeout_s * 1000)),
+      end_process_on_error);
   return native.release();
 }
 
@@ -69,6 +71,7 @@ PYBIND11_MODULE(_distributed, m) {
         &torch_backend::distributed::collectives_library_name);
   m.def("make_native_backend", &torch_backend::distributed::make_native_backend,
         py::arg("store"), py::arg("rank"), py::arg("size"), py::arg("gloo"),
-        py::arg("name"), py::return_value_policy::take_ownership,
+        py::arg("name"), py::arg("timeout_s"), py::arg("end_process_on_error"),
+        py::return_value_policy::take_ownership,
         py::call_guard<py::gil_scoped_release>());
 }

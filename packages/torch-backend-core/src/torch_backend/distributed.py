@@ -7,11 +7,15 @@ is aliased when host code can address it, otherwise copied through pinned host
 buffers.
 
 Where the device library exports collectives (``DeviceCollectives.h``: NCCL's
-or HCCL's role), core's native c10d backend runs them on the device's own
-streams instead, selected by name for now: ``init_process_group("<device>ccl")``
-(``fakeccl`` on fake). CPU tensors in such a group go to Gloo. A backend with
-a c10d backend of its own passes ``Backend(collectives=...)`` to register that
-instead.
+or HCCL's role), core's native c10d backend, ``"<device>ccl"`` (``fakeccl`` on
+fake), runs them on the device's own streams instead and is the device's
+default: ``init_process_group()`` picks it, ``init_process_group("staged_gloo")``
+still gives the staged one. CPU tensors in a native group go to Gloo. A
+watchdog enforces the group's timeout and the library's asynchronous errors:
+unfinished collectives fail, and later ones raise, naming the failure
+(``TORCH_BACKEND_DIST_ERROR_HANDLING=abort``: the process ends instead). A
+backend with a c10d backend of its own passes ``Backend(collectives=...)`` to
+register that instead.
 
 Environment: ``TORCH_BACKEND_DIST_STAGING=pinned`` always copies through pinned
 buffers (the path devices without host-addressable memory take).
@@ -49,10 +53,7 @@ def native_backend_name(device: str) -> str:
 
 
 def register_native_backend(device: str) -> str | None:
-    """Register core's native c10d backend for ``device`` if its library has collectives; returns its name.
-
-    It does not become the device's default backend: ``staged_gloo`` stays that.
-    """
+    """Register core's native c10d backend as ``device``'s default if its library has collectives; returns its name."""
     import torch.distributed as dist
 
     from torch_backend import _C
@@ -60,7 +61,6 @@ def register_native_backend(device: str) -> str | None:
     if not (dist.is_available() and dist.is_gloo_available() and _C._has_device_collectives()):
         return None
     name = native_backend_name(device)
-    default = dist.Backend.default_device_backend_map.get(device)
 
     def create(
         store: torch.distributed.Store, rank: int, world_size: int, timeout: timedelta
@@ -71,15 +71,30 @@ def register_native_backend(device: str) -> str | None:
 
         # Stores of their own: the Gloo backend for CPU tensors, and the communicators' ids.
         gloo = ProcessGroupGloo(PrefixStore(f"{name}/gloo/", store), rank, world_size, timeout)
-        return _distributed.make_native_backend(PrefixStore(f"{name}/", store), rank, world_size, gloo, name)
+        return _distributed.make_native_backend(
+            PrefixStore(f"{name}/", store),
+            rank,
+            world_size,
+            gloo,
+            name,
+            timeout.total_seconds(),
+            _end_process_on_error(),
+        )
 
     dist.Backend.register_backend(name, create, devices=[device, "cpu"])
-    # Registering may claim the device's default (torch releases differ): keep what it was.
-    if default is None:
-        dist.Backend.default_device_backend_map.pop(device, None)
-    else:
-        dist.Backend.default_device_backend_map[device] = default
+    # Registering claims the device only where it has no default yet (torch releases differ).
+    dist.Backend.default_device_backend_map[device] = name
     return name
+
+
+_ERROR_HANDLING_ENV = "TORCH_BACKEND_DIST_ERROR_HANDLING"
+
+
+def _end_process_on_error() -> bool:
+    mode = os.environ.get(_ERROR_HANDLING_ENV, "raise")
+    if mode not in ("raise", "abort"):
+        raise ValueError(f"{_ERROR_HANDLING_ENV} must be 'raise' or 'abort', got {mode!r}")
+    return mode == "abort"
 
 
 def _always_pinned() -> bool:

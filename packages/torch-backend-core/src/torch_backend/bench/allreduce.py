@@ -1,10 +1,11 @@
-"""``python -m torch_backend.bench.allreduce``: all_reduce bus bandwidth, device vs plain Gloo on CPU.
+"""``python -m torch_backend.bench.allreduce``: all_reduce bus bandwidth and latency, device vs plain Gloo on CPU.
 
-Starts ``--nproc`` local ranks (loopback TCP). In one group, device tensors go
-through the device's c10d backend (staged Gloo by default) and CPU tensors
-through plain Gloo; the two are timed interleaved, medians of the repeats.
-Also times the staged backend forced through pinned buffers, the path of
-devices whose memory host code cannot address.
+Starts ``--nproc`` local ranks (loopback TCP). Device tensors go through the
+staged Gloo backend (host-addressable memory aliased), the staged backend forced
+through pinned buffers (the path of devices whose memory host code cannot
+address) and, where the device library has collectives, core's native backend;
+CPU tensors through plain Gloo. All are timed interleaved, medians of the
+repeats: bus bandwidth at ``--mib`` MiB, and latency of an 8-byte all_reduce.
 """
 
 from __future__ import annotations
@@ -23,7 +24,9 @@ from pathlib import Path
 import torch
 import torch.distributed as dist
 
-TARGET = 0.8
+TARGET = 0.8  # staged paths: of plain Gloo's bus bandwidth
+NATIVE_TARGETS = (2.0, 4.0, 0.5)  # native: x plain Gloo, x the pinned path; latency x plain Gloo's
+LATENCY_CALLS = 50
 
 
 def bus_bandwidth(nbytes: int, seconds: float, world: int) -> float:
@@ -33,7 +36,7 @@ def bus_bandwidth(nbytes: int, seconds: float, world: int) -> float:
 
 def rank_main(args: argparse.Namespace) -> None:
     import torch_backend
-    from torch_backend.distributed import BACKEND_NAME
+    from torch_backend.distributed import BACKEND_NAME, native_backend_name
 
     device_type = args.device or torch_backend.active_backend().name
     device = torch.device(device_type, 0)
@@ -44,46 +47,77 @@ def rank_main(args: argparse.Namespace) -> None:
     pinned_group = dist.new_group(backend=BACKEND_NAME)
     del os.environ["TORCH_BACKEND_DIST_STAGING"]
 
-    numel = args.mib * 2**20 // 4
-    tensors = {
-        "cpu (plain Gloo)": (torch.ones(numel), None),
-        f"{device_type} (staged)": (torch.ones(numel, device=device), None),
-        f"{device_type} (pinned copies)": (torch.ones(numel, device=device), pinned_group),
-    }
+    native = native_backend_name(device_type)
+    native_group = dist.new_group(backend=native) if native in dist.Backend.backend_list else None
 
-    def timed(tensor: torch.Tensor, group: dist.ProcessGroup | None) -> float:
+    numel = args.mib * 2**20 // 4
+    paths = {
+        "cpu (plain Gloo)": ("cpu", None),
+        f"{device_type} (staged)": (device, None),
+        f"{device_type} (pinned copies)": (device, pinned_group),
+    }
+    if native_group is not None:
+        paths[f"{device_type} (native {native})"] = (device, native_group)
+    tensors = {name: (torch.ones(numel, device=on), group) for name, (on, group) in paths.items()}
+    small = {name: (torch.ones(2, device=on), group) for name, (on, group) in paths.items()}
+
+    def timed(tensor: torch.Tensor, group: dist.ProcessGroup | None, calls: int = 1) -> float:
         dist.barrier()
         torch.accelerator.synchronize(device)
         start = time.perf_counter()
-        dist.all_reduce(tensor, group=group)
-        torch.accelerator.synchronize(device)
-        return time.perf_counter() - start
+        for _ in range(calls):
+            dist.all_reduce(tensor, group=group)
+            torch.accelerator.synchronize(device)
+        return (time.perf_counter() - start) / calls
 
     samples: dict[str, list[float]] = {name: [] for name in tensors}
-    for tensor, group in tensors.values():
-        timed(tensor, group)  # warm-up: connections, pinned buffers, page faults
+    latency: dict[str, list[float]] = {name: [] for name in small}
+    for name in tensors:  # warm-up: connections, communicators, pinned buffers, page faults
+        timed(*tensors[name])
+        timed(*small[name], calls=5)
     for _ in range(args.repeats):
-        for name, (tensor, group) in tensors.items():
-            samples[name].append(timed(tensor, group))
+        for name in tensors:
+            samples[name].append(timed(*tensors[name]))
+            latency[name].append(timed(*small[name], calls=LATENCY_CALLS))
     if args.rank == 0:
-        report(samples, numel * 4, args)
+        report(samples, latency, numel * 4, args)
     dist.destroy_process_group()
 
 
-def report(samples: dict[str, list[float]], nbytes: int, args: argparse.Namespace) -> None:
-    cpu_name = next(iter(samples))
-    cpu_bw = bus_bandwidth(nbytes, statistics.median(samples[cpu_name]), args.world)
+def report(
+    samples: dict[str, list[float]], latency: dict[str, list[float]], nbytes: int, args: argparse.Namespace
+) -> None:
+    names = list(samples)
+    cpu_name, pinned_name = names[0], names[2]
+    median_bw = {name: bus_bandwidth(nbytes, statistics.median(samples[name]), args.world) for name in names}
+    median_latency = {name: statistics.median(latency[name]) for name in names}
     print(f"all_reduce of {args.mib} MiB float32, {args.world} ranks, {args.repeats} repeats (medians)")
-    print(f"{'tensors':<26}{'time (s)':>10}{'bus GB/s':>10}{'vs cpu':>8}{'spread':>8}  target")
+    print(f"{'tensors':<30}{'time (s)':>10}{'bus GB/s':>10}{'vs cpu':>8}{'spread':>8}{'8 B (us)':>10}  target")
     rows = []
-    for name, times in samples.items():
+    for name in names:
+        times = samples[name]
         median = statistics.median(times)
-        bw = bus_bandwidth(nbytes, median, args.world)
-        ratio = bw / cpu_bw
+        bw = median_bw[name]
+        ratio = bw / median_bw[cpu_name]
         spread = (max(times) - min(times)) / median
-        met = "" if name == cpu_name else f">= {TARGET}  {'yes' if ratio >= TARGET else 'NO'}"
-        print(f"{name:<26}{median:>10.4f}{bw:>10.2f}{ratio:>8.2f}{spread:>8.2f}  {met}")
-        rows.append({"tensors": name, "seconds": median, "bus_gbps": bw, "ratio": ratio, "spread": spread})
+        micros = median_latency[name] * 1e6
+        if name == cpu_name:
+            met = ""
+        elif "native" in name:
+            vs_pinned = bw / median_bw[pinned_name]
+            vs_latency = median_latency[name] / median_latency[cpu_name]
+            wanted_cpu, wanted_pinned, wanted_latency = NATIVE_TARGETS
+            ok = ratio >= wanted_cpu and vs_pinned >= wanted_pinned and vs_latency <= wanted_latency
+            met = (
+                f">= {wanted_cpu} x cpu, >= {wanted_pinned} x pinned ({vs_pinned:.1f}), "
+                f"latency <= {wanted_latency} x cpu ({vs_latency:.2f})  {'yes' if ok else 'NO'}"
+            )
+        else:
+            met = f">= {TARGET}  {'yes' if ratio >= TARGET else 'NO'}"
+        print(f"{name:<30}{median:>10.4f}{bw:>10.2f}{ratio:>8.2f}{spread:>8.2f}{micros:>10.1f}  {met}")
+        rows.append(
+            {"tensors": name, "seconds": median, "bus_gbps": bw, "ratio": ratio, "spread": spread, "latency_us": micros}
+        )
     if args.json:
         Path(args.json).parent.mkdir(parents=True, exist_ok=True)
         Path(args.json).write_text(json.dumps(rows, indent=2))

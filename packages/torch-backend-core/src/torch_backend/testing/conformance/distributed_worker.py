@@ -29,7 +29,8 @@ all_gather_single, reduce_scatter_single = single_tensor_collectives()
 
 def join(port: int, rank: int, world: int, timeout_s: float = 60.0) -> None:
     store = dist.TCPStore("127.0.0.1", port, world, is_master=False, timeout=timedelta(seconds=timeout_s))
-    dist.init_process_group(BACKEND, store=store, rank=rank, world_size=world, timeout=timedelta(seconds=timeout_s))
+    backend = None if BACKEND == "default" else BACKEND  # "default": none named
+    dist.init_process_group(backend, store=store, rank=rank, world_size=world, timeout=timedelta(seconds=timeout_s))
 
 
 def check(actual: torch.Tensor, expected: torch.Tensor, what: str) -> None:
@@ -265,6 +266,7 @@ def scenario_die(rank: int, world: int) -> None:
     def many() -> None:
         for _ in range(100):
             dist.all_reduce(t)
+            dev.synchronize()  # where collectives return at once (native): wait for each
 
     expect_failure(many, "collectives with a dead peer")
 
@@ -277,7 +279,26 @@ def scenario_stall(rank: int, world: int) -> None:
     if rank == world - 1:
         time.sleep(2 * timeout_s + 1)
         os._exit(17)
-    expect_failure(lambda: dist.all_reduce(t), "a collective with a stalled peer")
+
+    def stalled() -> None:
+        dist.all_reduce(t)  # staged: raises after the timeout
+        dev.synchronize()  # native: the watchdog aborts the collective after it ...
+        dist.all_reduce(t)  # ... and the next one raises its error
+
+    expect_failure(stalled, "a collective with a stalled peer")
+
+
+def scenario_default_backend(rank: int, world: int) -> None:
+    """init_process_group() naming no backend: the native one serves the device (CPU tensors need a
+    backend named, as with CUDA's NCCL)."""
+    from torch_backend.distributed import native_backend_name
+
+    device = torch.device(DEVICE, rank % dev.device_count())
+    config = dist.get_backend_config()
+    assert f"{DEVICE}:{native_backend_name(DEVICE)}" in config, config
+    t = torch.full((3,), float(rank + 1), device=device)
+    dist.all_reduce(t)
+    check(t, torch.full((3,), float(world * (world + 1) / 2)), "all_reduce on the default backend")
 
 
 def scenario_ddp_timing(rank: int, world: int) -> None:

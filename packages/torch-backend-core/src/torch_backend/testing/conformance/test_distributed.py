@@ -85,13 +85,31 @@ def test_native_backend_trains_and_keeps_groups(scenario: str):
 
 
 @needs_native
-def test_native_backend_is_registered_beside_the_default():
-    assert dist.Backend.default_device_backend_map[DEVICE] == "staged_gloo"
+def test_dead_peer_fails_native_survivors_at_once():
+    env = {**ON_NATIVE, "DIST_TEST_TIMEOUT_S": "30"}
+    for seconds, line in survivor_errors(run_ranks("die", 3, env=env, limit_s=120)):
+        assert "process exited" in line and seconds < 10, line
+
+
+@needs_native
+def test_stalled_peer_fails_native_survivors_within_the_timeout():
+    timeout_s = 4
+    results = run_ranks("stall", 2, env={**ON_NATIVE, "DIST_TEST_TIMEOUT_S": str(timeout_s)}, limit_s=120)
+    for seconds, line in survivor_errors(results):
+        assert "timed out" in line and "past the group's timeout of 4000 ms" in line, line
+        assert timeout_s <= seconds <= timeout_s + 2, line
+
+
+@needs_native
+def test_native_backend_is_the_default_and_staged_gloo_stays_selectable():
     assert set(dist.Backend.backend_capability[NATIVE]) == {DEVICE, "cpu"}
+    assert set(dist.Backend.backend_capability["staged_gloo"]) == {DEVICE, "cpu"}
+    assert_all_ok(run_ranks("default_backend", 2, env={"TORCH_BACKEND_TEST_DIST_BACKEND": "default"}))
 
 
 def test_registered_as_default_backend_of_the_device():
-    assert dist.Backend.default_device_backend_map[DEVICE] == "staged_gloo"
+    default = NATIVE if NATIVE in dist.Backend.backend_list else "staged_gloo"
+    assert dist.Backend.default_device_backend_map[DEVICE] == default
     assert set(dist.Backend.backend_capability["staged_gloo"]) == {DEVICE, "cpu"}
 
 

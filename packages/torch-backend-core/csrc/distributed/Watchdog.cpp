@@ -1,0 +1,131 @@
+#include "Watchdog.h"
+
+#include <c10/util/Exception.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <exception>
+
+namespace torch_backend::distributed {
+
+namespace {
+
+// How often unfinished collectives are polled: the error margin of the
+// timeout, and the delay before an asynchronous error fails the group.
+constexpr std::chrono::milliseconds kPollInterval(100);
+
+std::string message_of(const std::exception_ptr& error) {
+  try {
+    std::rethrow_exception(error);
+  } catch (const c10::Error& e) {
+    return e.what_without_backtrace();
+  } catch (const std::exception& e) {
+    return e.what();
+  }
+}
+
+}  // namespace
+
+Watchdog::Watchdog(std::string group, std::chrono::milliseconds timeout,
+                   bool end_process_on_error)
+    : group_(std::move(group)),
+      timeout_(timeout),
+      end_process_on_error_(end_process_on_error),
+      thread_([this] { run(); }) {}
+
+Watchdog::~Watchdog() {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    stopping_ = true;
+  }
+  wake_.notify_all();
+  thread_.join();
+}
+
+void Watchdog::watch(std::shared_ptr<WorkState> work) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  works_.push_back(std::move(work));
+}
+
+void Watchdog::watch(std::weak_ptr<Communicator> comm) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  comms_.push_back(std::move(comm));
+}
+
+std::string Watchdog::failure() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return failure_;
+}
+
+void Watchdog::run() {
+  std::unique_lock<std::mutex> lock(mutex_);
+  while (!stopping_) {
+    wake_.wait_for(lock, kPollInterval, [this] { return stopping_; });
+    if (stopping_ || !failure_.empty()) {
+      continue;
+    }
+    std::vector<std::shared_ptr<WorkState>> works = works_;
+    lock.unlock();
+    std::string why;
+    std::vector<std::shared_ptr<WorkState>> finished;
+    for (const auto& work : works) {
+      if (work->poll()) {
+        if (std::exception_ptr error = work->error(); error && why.empty()) {
+          why = message_of(error);
+        }
+        finished.push_back(work);
+      } else if (timeout_.count() > 0 && work->running_for() > timeout_ &&
+                 why.empty()) {
+        why = work->description + " timed out: it ran for " +
+              std::to_string(work->running_for().count()) +
+              " ms, past the group's timeout of " +
+              std::to_string(timeout_.count()) +
+              " ms (a peer stalled or died, or ranks issued different "
+              "collectives)";
+      }
+    }
+    if (!why.empty()) {
+      fail_group(why);
+    }
+    lock.lock();
+    works_.erase(std::remove_if(works_.begin(), works_.end(),
+                                [&](const auto& work) {
+                                  return std::find(finished.begin(),
+                                                   finished.end(),
+                                                   work) != finished.end();
+                                }),
+                 works_.end());
+  }
+}
+
+void Watchdog::fail_group(const std::string& why) {
+  std::vector<std::shared_ptr<WorkState>> works;
+  std::vector<std::weak_ptr<Communicator>> comms;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    failure_ = why;
+    works = works_;
+    comms = comms_;
+  }
+  if (end_process_on_error_) {
+    std::fprintf(stderr,
+                 "torch-backend: process group '%s' failed: %s. Ending the "
+                 "process (TORCH_BACKEND_DIST_ERROR_HANDLING=abort).\n",
+                 group_.c_str(), why.c_str());
+    std::fflush(stderr);
+    std::_Exit(1);
+  }
+  // Aborting ends the communicators' blocked stream work, so nothing waits
+  // for it forever; then every unfinished collective fails with the reason.
+  for (const auto& weak : comms) {
+    if (auto comm = weak.lock()) {
+      comm->abort();
+    }
+  }
+  for (const auto& work : works) {
+    work->fail(why);
+  }
+}
+
+}  // namespace torch_backend::distributed

@@ -1,0 +1,55 @@
+// The watchdog of one native process group: a thread that polls the group's
+// unfinished collectives for the library's asynchronous errors and for the
+// group's timeout (init_process_group(timeout=...)), as ProcessGroupNCCL's
+// does. On either it aborts the group's communicators (which ends their
+// blocked stream work) and fails every unfinished collective with a message
+// naming the collective, the group and its ranks, and the time it ran; the
+// group then refuses new collectives with that message. Or, where
+// TORCH_BACKEND_DIST_ERROR_HANDLING=abort asks, it ends the process.
+//
+// Its thread holds no tensor and calls no Python (the shutdown contract): it
+// sees works only through their WorkState.
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "NativeWork.h"
+
+namespace torch_backend::distributed {
+
+class Watchdog {
+ public:
+  Watchdog(std::string group, std::chrono::milliseconds timeout,
+           bool end_process_on_error);
+  ~Watchdog();  // stops and joins its thread
+  Watchdog(const Watchdog&) = delete;
+  Watchdog& operator=(const Watchdog&) = delete;
+
+  void watch(std::shared_ptr<WorkState> work);
+  void watch(std::weak_ptr<Communicator> comm);
+  // Why the group failed; "" while it has not.
+  std::string failure() const;
+
+ private:
+  void run();
+  void fail_group(const std::string& why);
+
+  const std::string group_;
+  const std::chrono::milliseconds timeout_;
+  const bool end_process_on_error_;
+  mutable std::mutex mutex_;
+  std::condition_variable wake_;
+  bool stopping_ = false;
+  std::string failure_;
+  std::vector<std::shared_ptr<WorkState>> works_;
+  std::vector<std::weak_ptr<Communicator>> comms_;
+  std::thread thread_;
+};
+
+}  // namespace torch_backend::distributed
