@@ -22,6 +22,7 @@
 
 #include "FakeHardware.h"
 #include "FakeInterconnect.h"
+#include "FaultInjection.h"
 
 namespace fake {
 namespace {
@@ -59,7 +60,14 @@ void execute(Comm& comm, const std::function<Status(Comm&)>& run) {
   if (comm.aborted.load() || comm.async_error.load() != kSuccess) {
     return;
   }
-  if (Status status = run(comm); status != kSuccess) {
+  Status status = faults().check(Operation::Collective, comm.device);
+  if (faults().check(Operation::CollectiveHang, comm.device) != 0) {
+    status = comm.wait_until([] { return false; });  // until aborted
+  }
+  if (status == kSuccess) {
+    status = run(comm);
+  }
+  if (status != kSuccess) {
     comm.fail(status);
   }
 }
@@ -370,6 +378,11 @@ class FakeCollectives final : public torch_backend::DeviceCollectives {
       case kSystemError:
         return "creating or mapping the communicator's shared memory failed "
                "(is /dev/shm full?)";
+      case kDeviceLost:
+        return "the device was lost (torch_backend_fake.faults.lose_device)";
+      case kInjectedFault:
+        return "injected fault (TORCH_BACKEND_FAKE_FAULTS or "
+               "torch_backend_fake.faults)";
       default:
         return "unknown fake collectives status " + std::to_string(status);
     }

@@ -28,6 +28,8 @@ const std::pair<const char*, Operation> kNames[] = {
     {"event_synchronize", Operation::EventSynchronize},
     {"synchronize_device", Operation::SynchronizeDevice},
     {"kernel", Operation::Kernel},
+    {"collective", Operation::Collective},
+    {"collective_hang", Operation::CollectiveHang},
 };
 
 // One operation by its exact name, or a whole group ("stream", "event").

@@ -10,8 +10,11 @@
 // stream_query, stream_synchronize, stream_wait_event, event_create,
 // event_record, event_query, event_synchronize, synchronize_device), "kernel"
 // (a kernel launch: the kernel fails later, on its stream, and the next
-// synchronising call reports it), or "stream" / "event" for every call of
-// that group. A lost device fails every
+// synchronising call reports it), "collective" (a call of fake's collective
+// library fails on its stream: its communicator's asynchronous error),
+// "collective_hang" (such a call never completes, as on a hung rank, until
+// its communicator is aborted), or "stream" / "event" for every call of that
+// group. A lost device fails every
 // call that would run on it until the process ends; releasing memory and
 // destroying streams and events keeps working, so teardown does.
 #pragma once
@@ -39,6 +42,8 @@ enum class Operation {
   EventSynchronize,
   SynchronizeDevice,
   Kernel,  // a kernel launch: the kernel fails on its stream, asynchronously
+  Collective,      // a collective or send/recv fails on its stream
+  CollectiveHang,  // a collective never completes (a hung rank) until aborted
 };
 
 // Statuses a fault returns (the machine's own codes, fake::Code in

@@ -30,6 +30,11 @@ OPERATIONS = (
     "stream",  # every stream_* call
     "event",  # every event_* call
 )
+#: Calls of fake's collective library (torch.distributed on the native backend, "fakeccl"):
+#: "collective" fails on its stream (its communicator's asynchronous error, which core's watchdog
+#: turns into the group's failure); "collective_hang" never completes, as on a hung rank, until
+#: the watchdog's timeout aborts it.
+COLLECTIVE_OPERATIONS = ("collective", "collective_hang")
 
 
 @functools.cache
@@ -48,8 +53,9 @@ def inject(operation: str, nth: int = 1, times: int = 1, out_of_memory: bool = F
 
     ``out_of_memory``: fail as the runtime does when memory runs out (``malloc``).
     """
-    if operation not in OPERATIONS:
-        raise ValueError(f"unknown fake runtime operation {operation!r}; one of {', '.join(OPERATIONS)}")
+    if operation not in OPERATIONS + COLLECTIVE_OPERATIONS:
+        known = ", ".join(OPERATIONS + COLLECTIVE_OPERATIONS)
+        raise ValueError(f"unknown fake runtime operation {operation!r}; one of {known}")
     if nth < 1 or times < 1:
         raise ValueError(f"nth and times must be >= 1, got nth={nth}, times={times}")
     if _library().torch_backend_fake_inject_fault(operation.encode(), nth, times, int(out_of_memory)) != 0:

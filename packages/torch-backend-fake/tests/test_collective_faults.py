@@ -1,0 +1,93 @@
+"""Faults in fake's collective library reach torch.distributed on the native backend ("fakeccl") as
+errors naming the collective, within the group's timeout, and every rank exits with a status the
+test checks: an asynchronous error on one rank, a rank whose collective hangs.
+
+The ranks are subprocesses joined through a TCP store this process serves.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+
+import pytest
+import torch.distributed as dist
+
+WORKER = """
+import os, sys, time
+from datetime import timedelta
+import torch, torch.distributed as dist
+import torch_backend_fake.faults as faults
+
+port, rank, world, fault = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
+timeout = timedelta(seconds=float(os.environ["TIMEOUT_S"]))
+store = dist.TCPStore("127.0.0.1", port, world, is_master=False, timeout=timeout)
+dist.init_process_group("fakeccl", store=store, rank=rank, world_size=world, timeout=timeout)
+device = torch.device("fake", rank % torch.fake.device_count())
+torch.fake.set_device(device)
+t = torch.ones(4, device=device)
+dist.all_reduce(t)
+torch.fake.synchronize()
+if rank == world - 1:
+    faults.inject(fault, nth=1)
+start = time.monotonic()
+try:
+    for _ in range(20):
+        dist.all_reduce(t)
+        torch.fake.synchronize()
+except Exception as error:
+    print(f"ERROR after {time.monotonic() - start:.1f}s: {type(error).__name__}: {error}", flush=True)
+    os._exit(3)
+print("no error", flush=True)
+sys.exit(1)
+"""
+
+
+def run_ranks(fault: str, world: int, timeout_s: float) -> list[tuple[int, str]]:
+    store = dist.TCPStore("127.0.0.1", 0, world, is_master=True, wait_for_workers=False)
+    env = {**os.environ, "TORCH_BACKEND": "fake", "TIMEOUT_S": str(timeout_s)}
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", WORKER, str(store.port), str(rank), str(world), fault],
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
+        for rank in range(world)
+    ]
+    deadline = time.monotonic() + 120
+    results = []
+    for proc in procs:
+        try:
+            out, _ = proc.communicate(timeout=max(1.0, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            for p in procs:
+                p.kill()
+            pytest.fail(f"{fault}: ranks still running after 120 s")
+        results.append((proc.returncode, out))
+    return results
+
+
+def errors(results: list[tuple[int, str]]) -> list[tuple[float, str]]:
+    found = []
+    for rank, (code, out) in enumerate(results):
+        assert code == 3, f"rank {rank} exited {code}:\n{out}"
+        line = next(line for line in out.splitlines() if line.startswith("ERROR after"))
+        found.append((float(line.split("after ")[1].split("s:")[0]), line))
+    return found
+
+
+def test_an_asynchronous_error_on_one_rank_fails_every_rank_at_once():
+    for seconds, line in errors(run_ranks("collective", 3, timeout_s=60)):
+        assert "fakeccl all_reduce" in line and seconds < 10, line
+        assert "injected fault" in line or "peer rank's communicator failed" in line, line
+
+
+def test_a_hung_rank_fails_every_rank_within_the_timeout():
+    timeout_s = 3
+    for seconds, line in errors(run_ranks("collective_hang", 2, timeout_s=timeout_s)):
+        assert "timed out" in line or "peer rank's communicator failed" in line, line
+        assert seconds <= timeout_s + 2, line
