@@ -42,8 +42,10 @@ TORCH = [f"torch=={DEFAULT_TORCH}", NUMPY]
 # release torch 2.11's CUDA build takes (the GPU machines' torch). CUDA builds
 # of torch pin their own, so the compat sessions take theirs.
 CUBLAS = "nvidia-cublas==13.1.0.3"
+# NCCL likewise (its wheel ships nccl.h), for the gpu backend's collectives.
+NCCL = "nvidia-nccl-cu13==2.32.3"
 HATCHLING = "hatchling==1.33.0"
-BUILD_TOOLS = [HATCHLING, CUBLAS]
+BUILD_TOOLS = [HATCHLING, CUBLAS, NCCL]
 TEST_TOOLS = ["pytest==9.0.3", "expecttest==0.3.0"]
 DOCS_TOOLS = ["sphinx==9.0.4", "myst-parser==5.2.0"]
 # Device name -> package folder.
@@ -220,7 +222,7 @@ def wheels(session: nox.Session) -> None:
     there `python -m torch_backend new` writes a backend, which builds, installs and passes the conformance kit."""
     system_deps(session)
     session.install(*TORCH, *BUILD_TOOLS)
-    check_wheels(session, build_wheels(session, DEFAULT_TORCH), DEFAULT_TORCH, CUBLAS, kit=True)
+    check_wheels(session, build_wheels(session, DEFAULT_TORCH), DEFAULT_TORCH, CUBLAS, NCCL, kit=True)
 
 
 @built_env_session("tests-fake-discrete", tags=["ci", "tests"])

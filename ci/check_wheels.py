@@ -63,6 +63,7 @@ def check_contents(wheels: list[Path], scratch: Path) -> None:
 
 CUDA_LIBRARY = "torch_backend_cuda/lib/libtorch_backend_cuda.so"
 CUBLAS_RUNPATH = "$ORIGIN/../../nvidia/cu13/lib"
+NCCL_RUNPATH = "$ORIGIN/../../nvidia/nccl/lib"
 
 
 def check_cuda_wheel(wheels: list[Path], scratch: Path) -> None:
@@ -78,13 +79,23 @@ def check_cuda_wheel(wheels: list[Path], scratch: Path) -> None:
         metadata = next(n for n in archive.namelist() if n.endswith(".dist-info/METADATA"))
         requires = archive.read(metadata).decode()
     dynamic = subprocess.run(["readelf", "-d", str(library)], capture_output=True, text=True, check=True).stdout
-    if "[libcublas.so.13]" not in dynamic:
-        fail(f"{CUDA_LIBRARY} does not load cuBLAS 13")
-    if CUBLAS_RUNPATH not in runpaths(library):
-        fail(f"{CUDA_LIBRARY} RUNPATH {runpaths(library)} lacks {CUBLAS_RUNPATH}")
-    if "Requires-Dist: nvidia-cublas" not in requires:
-        fail(f"{cuda.name} does not depend on nvidia-cublas")
-    print(f"ok: {cuda.name}: kernels built, loads libcublas.so.13 through {CUBLAS_RUNPATH}, requires nvidia-cublas")
+    for needed, runpath, wheel in (
+        ("libcublas.so.13", CUBLAS_RUNPATH, "nvidia-cublas"),
+        ("libnccl.so.2", NCCL_RUNPATH, "nvidia-nccl-cu13"),
+    ):
+        if f"[{needed}]" not in dynamic:
+            fail(f"{CUDA_LIBRARY} does not load {needed}")
+        if runpath not in runpaths(library):
+            fail(f"{CUDA_LIBRARY} RUNPATH {runpaths(library)} lacks {runpath}")
+        if f"Requires-Dist: {wheel}" not in requires:
+            fail(f"{cuda.name} does not depend on {wheel}")
+    exported = subprocess.run(["nm", "-D", str(library)], capture_output=True, text=True, check=True).stdout
+    if " T torch_backend_device_collectives" not in exported:
+        fail(f"{CUDA_LIBRARY} does not export its collectives (NCCL)")
+    print(
+        f"ok: {cuda.name}: kernels and NCCL collectives built, loads libcublas.so.13 and libnccl.so.2 through "
+        f"{CUBLAS_RUNPATH} and {NCCL_RUNPATH}, requires nvidia-cublas and nvidia-nccl-cu13"
+    )
 
 
 def check_cuda_installed(python: Path, work: Path) -> None:
@@ -93,7 +104,7 @@ def check_cuda_installed(python: Path, work: Path) -> None:
     where = run(python, "-c", "import torch_backend_cuda as c; print(c.__file__)", cwd=work).strip()
     library = Path(where).parent / "lib" / "libtorch_backend_cuda.so"
     linked = subprocess.run(["ldd", str(library)], capture_output=True, text=True, check=True).stdout
-    if "not found" in linked or "libcublas.so.13" not in linked:
+    if "not found" in linked or "libcublas.so.13" not in linked or "libnccl.so.2" not in linked:
         fail(f"{library} does not resolve its libraries:\n{linked}")
     report = run(python, "-m", "torch_backend", cwd=work)
     line = next((ln for ln in report.splitlines() if ln.split()[:1] == ["gpu"]), "")

@@ -11,7 +11,7 @@
 #   then side by side (they check correctness, not speed):
 #   kit       core's conformance kit on `gpu` (with pytest-xdist where installed)
 #   tests     the package's GPU tests (compute capability, CUDA_VISIBLE_DEVICES, staged all_reduce,
-#             cuBLAS and TF32) and
+#             NCCL with one rank and two ranks on one GPU, cuBLAS and TF32) and
 #             tests/test_coexistence.py (CUDA training with the backends installed)
 #   opinfo    the OpInfo sweep on `gpu` against CPU (float32's default tolerances, as on every backend;
 #             the package's known failures: known_failures.json and, on a GPU only, _gpu.json)
@@ -28,7 +28,8 @@ out=${1:-build/gpu-checks}
 mkdir -p "$out"
 python=${PYTHON:-python3}
 wheels=${GPU_CHECKS_WHEELS:-}
-export PIP_DISABLE_PIP_VERSION_CHECK=1 PYTHONUNBUFFERED=1
+# NCCL_MULTI_RANK_GPU_ENABLE: the kit's and the tests' ranks share one GPU (NCCL 2.30+).
+export PIP_DISABLE_PIP_VERSION_CHECK=1 PYTHONUNBUFFERED=1 NCCL_MULTI_RANK_GPU_ENABLE=1
 state=$(mktemp -d)
 
 # step NAME LIMIT_S COMMAND...: runs COMMAND with a time limit, its output in $out/NAME.log.
@@ -55,7 +56,8 @@ install() {
   [ -n "$wheels" ] && pip+=(--no-index --find-links "$wheels")
   missing=$("$python" - "$wheels" <<'EOF'
 import importlib.util, sys
-need = {"pytest": "pytest", "expecttest": "expecttest", "nvidia.cublas": "nvidia-cublas>=13,<14"}
+need = {"pytest": "pytest", "expecttest": "expecttest", "nvidia.cublas": "nvidia-cublas>=13,<14",
+        "nvidia.nccl": "nvidia-nccl-cu13>=2.27,<3"}
 if not sys.argv[1]:
     need["hatchling"] = "hatchling"
 print(" ".join(spec for module, spec in need.items() if importlib.util.find_spec(module) is None))

@@ -56,7 +56,7 @@ def test_properties_carry_the_compute_capability():
 def test_staged_all_reduce_through_pinned_buffers():
     code = (
         "import torch, torch.distributed as dist\n"
-        "dist.init_process_group(store=dist.HashStore(), rank=0, world_size=1)\n"
+        "dist.init_process_group('staged_gloo', store=dist.HashStore(), rank=0, world_size=1)\n"
         "t = torch.full((1 << 20,), 3.0, device='gpu')\n"
         "dist.all_reduce(t, op=dist.ReduceOp.AVG)\n"
         "assert torch.equal(t.cpu(), torch.full((1 << 20,), 3.0))\n"
@@ -64,6 +64,56 @@ def test_staged_all_reduce_through_pinned_buffers():
     )
     out = run("-c", code)
     assert out.returncode == 0, out.stderr
+
+
+def test_nccl_is_the_default_and_runs_one_rank():
+    code = (
+        "import torch, torch.distributed as dist\n"
+        "dist.init_process_group(store=dist.HashStore(), rank=0, world_size=1, device_id=torch.device('gpu', 0))\n"
+        "assert 'gpu:gpuccl' in dist.get_backend_config(), dist.get_backend_config()\n"
+        "t = torch.arange(1 << 20, dtype=torch.float32, device='gpu')\n"
+        "dist.all_reduce(t, op=dist.ReduceOp.AVG)\n"
+        "out = torch.empty(1 << 20, device='gpu')\n"
+        "dist.all_gather_into_tensor(out, t)\n"
+        "dist.broadcast(t, 0)\n"
+        "dist.barrier()\n"
+        "assert torch.equal(out.cpu(), torch.arange(1 << 20, dtype=torch.float32))\n"
+        "dist.destroy_process_group()\n"
+    )
+    out = run("-c", code)
+    assert out.returncode == 0, out.stderr
+
+
+NCCL_TWO_RANKS = """
+import sys, torch, torch.distributed as dist
+from datetime import timedelta
+port, rank = int(sys.argv[1]), int(sys.argv[2])
+store = dist.TCPStore("127.0.0.1", port, 2, is_master=False, timeout=timedelta(seconds=120))
+dist.init_process_group("gpuccl", store=store, rank=rank, world_size=2)
+torch.gpu.set_device(0)
+values = torch.randn(1 << 22, generator=torch.Generator().manual_seed(rank))
+on_gpu, on_cpu = values.to("gpu"), values.clone()
+dist.all_reduce(on_gpu)
+dist.all_reduce(on_cpu)  # the group's Gloo, for CPU tensors
+torch.testing.assert_close(on_gpu.cpu(), on_cpu)
+dist.destroy_process_group()
+"""
+
+
+def test_nccl_two_ranks_on_one_gpu_agree_with_gloo():
+    # NCCL 2.30+ runs several ranks on one GPU where this is set.
+    import torch.distributed as dist
+
+    store = dist.TCPStore("127.0.0.1", 0, 2, is_master=True, wait_for_workers=False)
+    env = os.environ | {"TORCH_BACKEND": "gpu", "NCCL_MULTI_RANK_GPU_ENABLE": "1"}
+    ranks = [
+        subprocess.Popen([sys.executable, "-c", NCCL_TWO_RANKS, str(store.port), str(rank)], env=env,
+                         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        for rank in range(2)
+    ]  # fmt: skip
+    for rank, proc in enumerate(ranks):
+        out, _ = proc.communicate(timeout=300)
+        assert proc.returncode == 0, f"rank {rank}: {out[-5000:]}"
 
 
 def test_cublas_matmul_matches_cpu_and_honours_tf32():

@@ -2,8 +2,9 @@
 
 PyTorch reserves the name ``cuda``, so this backend's device is ``gpu``. Its
 device library is built when the CUDA toolkit is present at build time; without
-it, without an NVIDIA driver, or without cuBLAS (the ``nvidia-cublas`` wheel
-this package depends on), the backend reports itself unavailable.
+it, without an NVIDIA driver, or without cuBLAS or NCCL (the ``nvidia-cublas``
+and ``nvidia-nccl-cu13`` wheels this package depends on), the backend reports
+itself unavailable. NCCL serves core's native collectives (``"gpuccl"``).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from torch_backend import Backend
 _LIBRARY = Path(__file__).resolve().parent / "lib" / "libtorch_backend_cuda.so"
 # Loaded before the device library, in this order (cuBLAS needs cuBLASLt).
 _CUBLAS = ("libcublasLt.so.13", "libcublas.so.13")
+_NCCL = "libnccl.so.2"
 
 
 def cublas_directory() -> Path | None:
@@ -29,6 +31,16 @@ def cublas_directory() -> Path | None:
     return None
 
 
+def nccl_library() -> Path | None:
+    """NCCL from the nvidia-nccl-cu13 wheel, if that wheel is installed."""
+    spec = importlib.util.find_spec("nvidia")
+    for root in spec.submodule_search_locations if spec is not None else []:
+        library = Path(root) / "nccl" / "lib" / _NCCL
+        if library.is_file():
+            return library
+    return None
+
+
 def _probe() -> tuple[bool, str]:
     # Runs at every `import torch`: file checks only, no subprocess, no loading.
     if not os.path.exists("/dev/nvidiactl") and not os.path.exists("/proc/driver/nvidia/version"):
@@ -37,16 +49,18 @@ def _probe() -> tuple[bool, str]:
         return False, "NVIDIA driver found, but this build has no device library (built without the CUDA toolkit)"
     if cublas_directory() is None:
         return False, "cuBLAS 13 not found (the nvidia-cublas wheel: pip install nvidia-cublas)"
-    return True, "NVIDIA driver, device library and cuBLAS found"
+    if nccl_library() is None:
+        return False, "NCCL not found (the nvidia-nccl-cu13 wheel: pip install nvidia-nccl-cu13)"
+    return True, "NVIDIA driver, device library, cuBLAS and NCCL found"
 
 
 def _runtime_libraries() -> list[Path]:
     # The library's RUNPATH finds cuBLAS beside it in site-packages; loading it
     # first also serves editable installs and other layouts.
-    folder = cublas_directory()
-    if folder is None:
-        raise RuntimeError("cuBLAS 13 (the nvidia-cublas wheel) is no longer found")
-    return [folder / name for name in _CUBLAS]
+    folder, nccl = cublas_directory(), nccl_library()
+    if folder is None or nccl is None:
+        raise RuntimeError("cuBLAS 13 or NCCL (the nvidia-cublas and nvidia-nccl-cu13 wheels) is no longer found")
+    return [*(folder / name for name in _CUBLAS), nccl]
 
 
 backend = Backend(
@@ -54,6 +68,6 @@ backend = Backend(
     library=_LIBRARY,
     priority=20,
     probe=_probe,
-    description="NVIDIA GPU (CUDA runtime, cuBLAS)",
+    description="NVIDIA GPU (CUDA runtime, cuBLAS, NCCL)",
     runtime_libraries=_runtime_libraries,
 )
