@@ -45,9 +45,9 @@ sys.exit(1)
 """
 
 
-def run_ranks(fault: str, world: int, timeout_s: float) -> list[tuple[int, str]]:
+def run_ranks(fault: str, world: int, timeout_s: float, **settings: str) -> list[tuple[int, str]]:
     store = dist.TCPStore("127.0.0.1", 0, world, is_master=True, wait_for_workers=False)
-    env = {**os.environ, "TORCH_BACKEND": "fake", "TIMEOUT_S": str(timeout_s)}
+    env = {**os.environ, "TORCH_BACKEND": "fake", "TIMEOUT_S": str(timeout_s), **settings}
     procs = [
         subprocess.Popen(
             [sys.executable, "-c", WORKER, str(store.port), str(rank), str(world), fault],
@@ -91,3 +91,17 @@ def test_a_hung_rank_fails_every_rank_within_the_timeout():
     for seconds, line in errors(run_ranks("collective_hang", 2, timeout_s=timeout_s)):
         assert "timed out" in line or "peer rank's communicator failed" in line, line
         assert seconds <= timeout_s + 2, line
+
+
+def test_the_abort_setting_ends_every_rank_instead():
+    results = run_ranks("collective_hang", 2, timeout_s=3, TORCH_BACKEND_DIST_ERROR_HANDLING="abort")
+    for rank, (code, out) in enumerate(results):
+        assert code == 1, f"rank {rank} exited {code}:\n{out}"
+        assert "Ending the process (TORCH_BACKEND_DIST_ERROR_HANDLING=abort)" in out, out
+        assert "timed out" in out or "peer rank's" in out, out
+
+
+def test_an_invalid_error_handling_setting_is_a_clear_error():
+    results = run_ranks("collective", 1, timeout_s=3, TORCH_BACKEND_DIST_ERROR_HANDLING="sometimes")
+    code, out = results[0]
+    assert code != 0 and "TORCH_BACKEND_DIST_ERROR_HANDLING must be 'raise' or 'abort', got 'sometimes'" in out, out

@@ -65,6 +65,15 @@ Communicator::~Communicator() {
   }
 }
 
+bool Communicator::while_usable(const std::function<void()>& calls) {
+  const std::shared_lock<std::shared_mutex> using_it(in_use_);
+  if (aborted_.load()) {
+    return false;
+  }
+  calls();
+  return true;
+}
+
 void Communicator::check(Status status, const char* what) const {
   if (status == kSuccess) {
     return;
@@ -75,6 +84,7 @@ void Communicator::check(Status status, const char* what) const {
 }
 
 std::string Communicator::async_error() const {
+  const std::shared_lock<std::shared_mutex> using_it(in_use_);
   if (aborted_.load()) {
     return "the communicator was aborted";
   }
@@ -88,6 +98,7 @@ std::string Communicator::async_error() const {
 }
 
 void Communicator::abort() noexcept {
+  const std::unique_lock<std::shared_mutex> exclusive(in_use_);
   if (aborted_.exchange(true)) {
     return;
   }

@@ -6,7 +6,9 @@
 #include <torch/csrc/distributed/c10d/Store.hpp>
 
 #include <atomic>
+#include <functional>
 #include <memory>
+#include <shared_mutex>
 #include <string>
 
 #include <c10/core/Device.h>
@@ -43,6 +45,10 @@ class Communicator {
   void check(Status status, const char* what) const;
   // The library's asynchronous error, as a message ("" while there is none).
   std::string async_error() const;
+  // Runs `calls` (calls of the library on this communicator) unless it was
+  // aborted, and holds abort() back until they return: aborting frees the
+  // library's communicator. Returns false, running nothing, once aborted.
+  bool while_usable(const std::function<void()>& calls);
   // Ends pending and future work, failing it (comm_abort, or comm_destroy
   // where the library has no abort). Idempotent; from any thread.
   void abort() noexcept;
@@ -61,6 +67,7 @@ class Communicator {
   int rank_;
   int size_;
   std::atomic<bool> aborted_{false};
+  mutable std::shared_mutex in_use_;  // shared: library calls; unique: abort
 };
 
 }  // namespace torch_backend::distributed

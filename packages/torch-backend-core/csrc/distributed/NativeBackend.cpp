@@ -194,7 +194,7 @@ c10::intrusive_ptr<c10d::Work> NativeBackend::launch(
   Tensors keep_alive = inputs;
   keep_alive.insert(keep_alive.end(), outputs.begin(), outputs.end());
   const bool deferred = coalescing_ && grouped_;
-  {
+  const bool enqueued = comm->while_usable([&] {
     const c10::StreamGuard on_comm(comm->stream());
     // Dense stand-ins, one per distinct tensor (in place: the same one).
     std::vector<std::pair<at::Tensor, at::Tensor>> stand_ins;
@@ -239,6 +239,11 @@ c10::intrusive_ptr<c10d::Work> NativeBackend::launch(
         step();
       }
     }
+  });
+  if (!enqueued) {  // the watchdog aborted the group meanwhile
+    C10_THROW_ERROR(DistBackendError,
+                    name_ + " " + name +
+                        ": the process group failed: " + watchdog().failure());
   }
   ++sequence_;
   std::string description = name_ + " " + name + " #" +
@@ -246,7 +251,8 @@ c10::intrusive_ptr<c10d::Work> NativeBackend::launch(
                             std::to_string(first.numel()) + " x " +
                             std::string(c10::toString(first.scalar_type())) +
                             ", " + comm->describe() + ")";
-  auto state = std::make_shared<WorkState>(comm, std::move(description));
+  auto state = std::make_shared<WorkState>(comm, std::move(description),
+                                           end_process_on_error_);
   auto work = c10::make_intrusive<NativeWork>(state, type, outputs,
                                               std::move(keep_alive), blocking);
   if (coalescing_) {

@@ -1,5 +1,7 @@
 #include "NativeWork.h"
 
+#include "Watchdog.h"
+
 #include <ATen/core/ivalue.h>
 #include <c10/core/StreamGuard.h>
 #include <c10/core/impl/DeviceGuardImplInterface.h>
@@ -9,9 +11,10 @@
 namespace torch_backend::distributed {
 
 WorkState::WorkState(std::shared_ptr<Communicator> comm,
-                     std::string description)
+                     std::string description, bool end_process_on_error)
     : comm(std::move(comm)),
       description(std::move(description)),
+      end_process_on_error(end_process_on_error),
       end(this->comm->device().type()) {}
 
 void WorkState::record_end() {
@@ -83,6 +86,13 @@ NativeWork::NativeWork(std::shared_ptr<WorkState> state, c10d::OpType type,
 void NativeWork::throw_if_failed() {
   state_->poll();
   if (std::exception_ptr error = state_->error()) {
+    if (state_->end_process_on_error) {
+      try {
+        std::rethrow_exception(error);
+      } catch (const c10::Error& e) {
+        end_process(e.what_without_backtrace());
+      }
+    }
     std::rethrow_exception(error);
   }
 }

@@ -27,7 +27,10 @@ namespace torch_backend::distributed {
 // thread must never free a tensor (it may run while Python finalises).
 class WorkState {
  public:
-  WorkState(std::shared_ptr<Communicator> comm, std::string description);
+  // `end_process_on_error`: a failure the caller sees ends the process, as
+  // the watchdog's does (TORCH_BACKEND_DIST_ERROR_HANDLING=abort).
+  WorkState(std::shared_ptr<Communicator> comm, std::string description,
+            bool end_process_on_error = false);
 
   // Marks the end of the collective on the communication stream: right after
   // it was enqueued, or after the group that enqueues it (coalescing).
@@ -43,6 +46,7 @@ class WorkState {
 
   const std::shared_ptr<Communicator> comm;
   const std::string description;
+  const bool end_process_on_error;
   c10::Event end;
 
  private:

@@ -27,6 +27,15 @@ std::string message_of(const std::exception_ptr& error) {
 
 }  // namespace
 
+void end_process(const std::string& failure) {
+  std::fprintf(stderr,
+               "torch-backend: %s. Ending the process "
+               "(TORCH_BACKEND_DIST_ERROR_HANDLING=abort).\n",
+               failure.c_str());
+  std::fflush(stderr);
+  std::_Exit(1);
+}
+
 Watchdog::Watchdog(std::string group, std::chrono::milliseconds timeout,
                    bool end_process_on_error)
     : group_(std::move(group)),
@@ -109,12 +118,7 @@ void Watchdog::fail_group(const std::string& why) {
     comms = comms_;
   }
   if (end_process_on_error_) {
-    std::fprintf(stderr,
-                 "torch-backend: process group '%s' failed: %s. Ending the "
-                 "process (TORCH_BACKEND_DIST_ERROR_HANDLING=abort).\n",
-                 group_.c_str(), why.c_str());
-    std::fflush(stderr);
-    std::_Exit(1);
+    end_process("process group '" + group_ + "' failed: " + why);
   }
   // Aborting ends the communicators' blocked stream work, so nothing waits
   // for it forever; then every unfinished collective fails with the reason.

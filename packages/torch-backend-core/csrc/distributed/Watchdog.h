@@ -23,6 +23,10 @@
 
 namespace torch_backend::distributed {
 
+// Prints what failed and ends the process with status 1
+// (TORCH_BACKEND_DIST_ERROR_HANDLING=abort).
+[[noreturn]] void end_process(const std::string& failure);
+
 class Watchdog {
  public:
   Watchdog(std::string group, std::chrono::milliseconds timeout,
