@@ -45,12 +45,12 @@ sys.exit(1)
 """
 
 
-def run_ranks(fault: str, world: int, timeout_s: float, **settings: str) -> list[tuple[int, str]]:
+def run_ranks(fault: str, world: int, timeout_s: float, worker: str = WORKER, **settings: str) -> list[tuple[int, str]]:
     store = dist.TCPStore("127.0.0.1", 0, world, is_master=True, wait_for_workers=False)
     env = {**os.environ, "TORCH_BACKEND": "fake", "TIMEOUT_S": str(timeout_s), **settings}
     procs = [
         subprocess.Popen(
-            [sys.executable, "-c", WORKER, str(store.port), str(rank), str(world), fault],
+            [sys.executable, "-c", worker, str(store.port), str(rank), str(world), fault],
             env=env,
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
@@ -58,7 +58,9 @@ def run_ranks(fault: str, world: int, timeout_s: float, **settings: str) -> list
         )
         for rank in range(world)
     ]
-    deadline = time.monotonic() + 120
+    started = time.monotonic()
+    finished.clear()
+    deadline = started + 120
     results = []
     for proc in procs:
         try:
@@ -68,7 +70,12 @@ def run_ranks(fault: str, world: int, timeout_s: float, **settings: str) -> list
                 p.kill()
             pytest.fail(f"{fault}: ranks still running after 120 s")
         results.append((proc.returncode, out))
+        finished.append(time.monotonic() - started)
     return results
+
+
+#: Seconds from the start of the last run_ranks until each rank (in rank order) had exited.
+finished: list[float] = []
 
 
 def errors(results: list[tuple[int, str]]) -> list[tuple[float, str]]:
@@ -105,3 +112,39 @@ def test_an_invalid_error_handling_setting_is_a_clear_error():
     results = run_ranks("collective", 1, timeout_s=3, TORCH_BACKEND_DIST_ERROR_HANDLING="sometimes")
     code, out = results[0]
     assert code != 0 and "TORCH_BACKEND_DIST_ERROR_HANDLING must be 'raise' or 'abort', got 'sometimes'" in out, out
+
+
+EXIT_WORKER = """
+import os, sys, time
+from datetime import timedelta
+import torch, torch.distributed as dist
+
+port, rank, world, peer = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
+timeout = timedelta(seconds=float(os.environ["TIMEOUT_S"]))
+store = dist.TCPStore("127.0.0.1", port, world, is_master=False, timeout=timeout)
+dist.init_process_group("fakeccl", store=store, rank=rank, world_size=world, timeout=timeout)
+t = torch.ones(1 << 20, device="fake")
+dist.all_reduce(t)
+torch.fake.synchronize()
+if rank == 1 and peer == "hung":
+    time.sleep(10 * timeout.total_seconds())  # alive, never taking part again
+    os._exit(17)
+start = time.monotonic()
+dist.all_reduce(t, async_op=True)  # left running: no wait, no destroy_process_group
+print(f"exiting after {time.monotonic() - start:.1f}s", flush=True)
+"""
+
+
+def test_exit_with_collectives_still_running_waits_for_them_and_keeps_the_status():
+    for rank, (code, out) in enumerate(run_ranks("well", 2, timeout_s=30, worker=EXIT_WORKER)):
+        assert code == 0, f"rank {rank} exited {code}:\n{out}"
+
+
+def test_exit_with_a_collective_of_a_hung_peer_ends_after_the_timeout():
+    timeout_s = 3
+    results = run_ranks("hung", 2, timeout_s=timeout_s, worker=EXIT_WORKER)
+    code, out = results[0]
+    assert code == 0, out  # the script's own status: its collective failed at exit, after it ended
+    assert results[1][0] == 17, results[1][1]
+    # Rank 0 left within the timeout (plus start-up), long before its hung peer did.
+    assert finished[0] < 4 * timeout_s + 5 < finished[1], finished

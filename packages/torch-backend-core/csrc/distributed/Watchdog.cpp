@@ -25,7 +25,24 @@ std::string message_of(const std::exception_ptr& error) {
   }
 }
 
+std::mutex& registry_mutex() {
+  static auto* mutex = new std::mutex();  // never destroyed: used at exit
+  return *mutex;
+}
+
+std::vector<Watchdog*>& registry() {
+  static auto* watchdogs = new std::vector<Watchdog*>();
+  return *watchdogs;
+}
+
 }  // namespace
+
+void drain_all_watchdogs() {
+  std::lock_guard<std::mutex> lock(registry_mutex());
+  for (Watchdog* watchdog : registry()) {
+    watchdog->drain();
+  }
+}
 
 void end_process(const std::string& failure) {
   std::fprintf(stderr,
@@ -41,15 +58,38 @@ Watchdog::Watchdog(std::string group, std::chrono::milliseconds timeout,
     : group_(std::move(group)),
       timeout_(timeout),
       end_process_on_error_(end_process_on_error),
-      thread_([this] { run(); }) {}
+      thread_([this] { run(); }) {
+  std::lock_guard<std::mutex> lock(registry_mutex());
+  registry().push_back(this);
+}
 
 Watchdog::~Watchdog() {
+  {
+    std::lock_guard<std::mutex> lock(registry_mutex());
+    auto& all = registry();
+    all.erase(std::remove(all.begin(), all.end(), this), all.end());
+  }
   {
     std::lock_guard<std::mutex> lock(mutex_);
     stopping_ = true;
   }
   wake_.notify_all();
-  thread_.join();
+  if (thread_.joinable()) {
+    thread_.join();
+  }
+}
+
+void Watchdog::drain() {
+  std::unique_lock<std::mutex> lock(mutex_);
+  drained_.wait(lock, [this] {
+    return stopping_ || works_.empty() || !failure_.empty();
+  });
+  stopping_ = true;
+  lock.unlock();
+  wake_.notify_all();
+  if (thread_.joinable()) {
+    thread_.join();
+  }
 }
 
 void Watchdog::watch(std::shared_ptr<WorkState> work) {
@@ -105,7 +145,9 @@ void Watchdog::run() {
                                                    work) != finished.end();
                                 }),
                  works_.end());
+    drained_.notify_all();
   }
+  drained_.notify_all();
 }
 
 void Watchdog::fail_group(const std::string& why) {
@@ -117,6 +159,7 @@ void Watchdog::fail_group(const std::string& why) {
     works = works_;
     comms = comms_;
   }
+  drained_.notify_all();
   if (end_process_on_error_) {
     end_process("process group '" + group_ + "' failed: " + why);
   }

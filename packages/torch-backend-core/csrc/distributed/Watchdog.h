@@ -8,7 +8,10 @@
 // TORCH_BACKEND_DIST_ERROR_HANDLING=abort asks, it ends the process.
 //
 // Its thread holds no tensor and calls no Python (the shutdown contract): it
-// sees works only through their WorkState.
+// sees works only through their WorkState. At exit (an atexit handler, before
+// core waits for the devices) every watchdog drains: it goes on until its
+// group's collectives finished or failed (a hung one fails at the timeout,
+// so exit never waits forever), then stops, before Python finalises.
 #pragma once
 
 #include <chrono>
@@ -27,6 +30,9 @@ namespace torch_backend::distributed {
 // (TORCH_BACKEND_DIST_ERROR_HANDLING=abort).
 [[noreturn]] void end_process(const std::string& failure);
 
+// Drains every watchdog of the process (see Watchdog::drain).
+void drain_all_watchdogs();
+
 class Watchdog {
  public:
   Watchdog(std::string group, std::chrono::milliseconds timeout,
@@ -39,6 +45,9 @@ class Watchdog {
   void watch(std::weak_ptr<Communicator> comm);
   // Why the group failed; "" while it has not.
   std::string failure() const;
+  // Returns once every watched collective finished or the group failed, and
+  // stops the thread.
+  void drain();
 
  private:
   void run();
@@ -50,6 +59,7 @@ class Watchdog {
   mutable std::mutex mutex_;
   std::condition_variable wake_;
   bool stopping_ = false;
+  std::condition_variable drained_;
   std::string failure_;
   std::vector<std::shared_ptr<WorkState>> works_;
   std::vector<std::weak_ptr<Communicator>> comms_;

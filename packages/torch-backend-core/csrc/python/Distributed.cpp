@@ -9,6 +9,7 @@
 
 #include "../distributed/NativeBackend.h"
 #include "../distributed/StagedBackend.h"
+#include "../distributed/Watchdog.h"
 
 namespace py = pybind11;
 
@@ -67,6 +68,8 @@ PYBIND11_MODULE(_distributed, m) {
   m.def("make_staged_backend", &torch_backend::distributed::make_staged_backend,
         py::arg("gloo"), py::arg("name"), py::arg("always_pinned") = false,
         py::return_value_policy::take_ownership);
+  m.def("drain_watchdogs", &torch_backend::distributed::drain_all_watchdogs,
+        py::call_guard<py::gil_scoped_release>());
   m.def("collectives_library_name",
         &torch_backend::distributed::collectives_library_name);
   m.def("make_native_backend", &torch_backend::distributed::make_native_backend,

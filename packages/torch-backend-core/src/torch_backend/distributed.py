@@ -23,6 +23,8 @@ buffers (the path devices without host-addressable memory take).
 
 from __future__ import annotations
 
+import atexit
+import functools
 import os
 from datetime import timedelta
 
@@ -69,6 +71,7 @@ def register_native_backend(device: str) -> str | None:
 
         from torch_backend import _distributed
 
+        _drain_watchdogs_at_exit()
         # Stores of their own: the Gloo backend for CPU tensors, and the communicators' ids.
         gloo = ProcessGroupGloo(PrefixStore(f"{name}/gloo/", store), rank, world_size, timeout)
         return _distributed.make_native_backend(
@@ -85,6 +88,16 @@ def register_native_backend(device: str) -> str | None:
     # Registering claims the device only where it has no default yet (torch releases differ).
     dist.Backend.default_device_backend_map[device] = name
     return name
+
+
+@functools.cache
+def _drain_watchdogs_at_exit() -> None:
+    # Registered after activation's handler, so it runs first (atexit is last in, first out): the
+    # watchdogs finish their groups' collectives (failing hung ones at the timeout) and stop before
+    # core waits for the devices and Python finalises.
+    from torch_backend import _distributed
+
+    atexit.register(_distributed.drain_watchdogs)
 
 
 _ERROR_HANDLING_ENV = "TORCH_BACKEND_DIST_ERROR_HANDLING"
