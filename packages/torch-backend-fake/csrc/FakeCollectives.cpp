@@ -30,6 +30,7 @@ namespace {
 using interconnect::Comm;
 using interconnect::CommRef;
 using interconnect::exchange;
+using interconnect::exchange_reduced;
 using interconnect::in_chunks;
 using interconnect::kHalfBytes;
 using torch_backend::CollectiveId;
@@ -168,18 +169,34 @@ class FakeCollectives final : public torch_backend::DeviceCollectives {
     const std::size_t size = element_size(dtype);
     return enqueue(handle, stream, [=](Comm& comm) {
       return in_chunks(count * size, size, kHalfBytes, [&](auto at, auto n) {
-        return exchange(
+        // Rank r's share: elements [r * share, (r + 1) * share) of the chunk.
+        const std::size_t elements = n / size;
+        const std::size_t share = (elements + comm.nranks - 1) / comm.nranks;
+        auto bounds = [&](int r) {
+          const std::size_t first = std::min(elements, r * share);
+          return std::make_pair(first * size,
+                                (std::min(elements, first + share) - first));
+        };
+        return exchange_reduced(
             comm,
             [&](char* mine) {
               std::memcpy(mine, static_cast<const char*>(send) + at, n);
             },
             [&](auto slot_of) {
+              const auto [offset, length] = bounds(comm.rank);
               std::vector<const char*> parts;
               for (int r = 0; r < comm.nranks; ++r) {
-                parts.push_back(slot_of(r));
+                parts.push_back(slot_of(r) + offset);
               }
-              reduce_into(static_cast<char*>(recv) + at, parts, n / size, dtype,
+              reduce_into(slot_of(comm.rank) + offset, parts, length, dtype,
                           op);
+            },
+            [&](auto slot_of) {
+              for (int r = 0; r < comm.nranks; ++r) {
+                const auto [offset, length] = bounds(r);
+                std::memcpy(static_cast<char*>(recv) + at + offset,
+                            slot_of(r) + offset, length * size);
+              }
             });
       });
     });

@@ -98,10 +98,11 @@ struct Comm {
     auto* pairs = reinterpret_cast<PairState*>(segment + 1);
     return pairs[from * nranks + to];
   }
-  char* slot(int owner, std::uint64_t barrier) {
+  // The half of `owner`'s slot that chunk number `chunk` uses.
+  char* slot(int owner, std::uint64_t chunk) {
     char* slots = reinterpret_cast<char*>(segment + 1) +
                   sizeof(PairState) * nranks * nranks;
-    return slots + (owner * 2 + barrier % 2) * kHalfBytes;
+    return slots + (owner * 2 + chunk % 2) * kHalfBytes;
   }
   char* box(int from, int to) {
     return slot(0, 0) + 2 * kHalfBytes * nranks +
@@ -192,6 +193,10 @@ struct Comm {
   const int rank;
   const int device;
   std::uint64_t barriers = 0;
+  // Chunks moved through the slots: a rank writes chunk c into the half
+  // chunk c - 2 used once every rank has passed chunk c - 1's first barrier,
+  // so after every rank finished reading chunk c - 2.
+  std::uint64_t chunks = 0;
   std::vector<std::uint64_t> sent;   // chunks sent to each peer
   std::vector<std::uint64_t> taken;  // chunks received from each peer
   std::atomic<bool> aborted{false};
@@ -227,12 +232,32 @@ Status in_chunks(std::size_t total, std::size_t element, std::size_t limit,
 // barrier passes, `collect` reads the peers' halves.
 template <typename Publish, typename Collect>
 Status exchange(Comm& comm, Publish publish, Collect collect) {
-  const std::uint64_t number = ++comm.barriers;
-  publish(comm.slot(comm.rank, number));
-  if (Status status = comm.barrier(number); status != kSuccess) {
+  const std::uint64_t chunk = comm.chunks++;
+  publish(comm.slot(comm.rank, chunk));
+  if (Status status = comm.barrier(++comm.barriers); status != kSuccess) {
     return status;
   }
-  collect([&](int owner) { return comm.slot(owner, number); });
+  collect([&](int owner) { return comm.slot(owner, chunk); });
+  return kSuccess;
+}
+
+// all_reduce's step, in two phases so that each rank reduces only its share
+// of the chunk: `reduce` combines share `rank` of every slot into this
+// rank's own slot; after a second barrier `gather` reads every rank's share.
+template <typename Publish, typename Reduce, typename Gather>
+Status exchange_reduced(Comm& comm, Publish publish, Reduce reduce,
+                        Gather gather) {
+  const std::uint64_t chunk = comm.chunks++;
+  publish(comm.slot(comm.rank, chunk));
+  auto slot_of = [&](int owner) { return comm.slot(owner, chunk); };
+  if (Status status = comm.barrier(++comm.barriers); status != kSuccess) {
+    return status;
+  }
+  reduce(slot_of);
+  if (Status status = comm.barrier(++comm.barriers); status != kSuccess) {
+    return status;
+  }
+  gather(slot_of);
   return kSuccess;
 }
 
