@@ -4,7 +4,8 @@
 // like a kernel and runs on that stream's worker thread, which waits for its
 // peers there, as an NCCL kernel spins on the GPU: the host returns at once,
 // and the stream is busy until every rank has arrived. A failed call fails
-// its communicator, which comm_async_error then reports.
+// its communicator, which comm_async_error then reports. Like HCCL it has no
+// average (ReduceOp::Avg is declined): core's sum-and-divide path runs here.
 #include <unistd.h>
 
 #include <cstdio>
@@ -163,8 +164,8 @@ class FakeCollectives final : public torch_backend::DeviceCollectives {
   Status all_reduce(const void* send, void* recv, std::size_t count,
                     DType dtype, ReduceOp op, CommHandle handle,
                     StreamHandle stream) override {
-    if (op == ReduceOp::Avg && !is_floating(dtype)) {
-      return kNotSupported;  // core sums and divides
+    if (op == ReduceOp::Avg) {
+      return kNotSupported;  // as HCCL: core sums and divides
     }
     const std::size_t size = element_size(dtype);
     return enqueue(handle, stream, [=](Comm& comm) {
@@ -230,7 +231,7 @@ class FakeCollectives final : public torch_backend::DeviceCollectives {
   Status reduce(const void* send, void* recv, std::size_t count, DType dtype,
                 ReduceOp op, int root, CommHandle handle,
                 StreamHandle stream) override {
-    if (op == ReduceOp::Avg && !is_floating(dtype)) {
+    if (op == ReduceOp::Avg) {
       return kNotSupported;
     }
     const std::size_t size = element_size(dtype);
@@ -284,7 +285,7 @@ class FakeCollectives final : public torch_backend::DeviceCollectives {
   Status reduce_scatter(const void* send, void* recv, std::size_t recv_count,
                         DType dtype, ReduceOp op, CommHandle handle,
                         StreamHandle stream) override {
-    if (op == ReduceOp::Avg && !is_floating(dtype)) {
+    if (op == ReduceOp::Avg) {
       return kNotSupported;
     }
     return scatter_exchange(send, recv, recv_count, dtype, handle, stream,

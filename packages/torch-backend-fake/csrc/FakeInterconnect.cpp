@@ -65,11 +65,6 @@ std::size_t element_size(DType dtype) {
   return 0;
 }
 
-bool is_floating(DType dtype) {
-  return dtype == DType::Float16 || dtype == DType::BFloat16 ||
-         dtype == DType::Float32 || dtype == DType::Float64;
-}
-
 Comm::~Comm() { munmap(segment, bytes); }
 
 Status join(const char* name, int nranks, int rank, int device, CommRef* comm) {
@@ -126,7 +121,7 @@ void reduce_typed(void* out, const std::vector<const char*>& parts,
           static_cast<Accumulate<T>>(reinterpret_cast<const T*>(parts[p])[i]);
       switch (op) {
         case ReduceOp::Sum:
-        case ReduceOp::Avg:
+        case ReduceOp::Avg:  // declined by the library (core divides a sum)
           value = value + next;
           break;
         case ReduceOp::Product:
@@ -139,9 +134,6 @@ void reduce_typed(void* out, const std::vector<const char*>& parts,
           value = std::max(value, next);
           break;
       }
-    }
-    if (op == ReduceOp::Avg) {
-      value = value / static_cast<Accumulate<T>>(parts.size());
     }
     result[i] = static_cast<T>(value);
   }

@@ -74,8 +74,6 @@ std::size_t segment_bytes(int nranks);
 
 std::size_t element_size(DType dtype);
 
-bool is_floating(DType dtype);
-
 // Whether a peer's process is gone: no such process, or a zombie (exited,
 // not yet reaped by its parent, which may itself be waiting for us).
 bool has_exited(pid_t pid);

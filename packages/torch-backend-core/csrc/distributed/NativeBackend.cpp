@@ -18,8 +18,25 @@ namespace torch_backend::distributed {
 
 namespace {
 
-// all_reduce / reduce with the library's operation, or, for an average it
-// lacks, a sum divided by the group's size.
+// Issues `issue(wanted)`; where the library lacks an average, a sum, and
+// then, where this rank holds a result, a division by the group's size.
+void issue_reduction(const NativeBackend::Call& call, ReduceOp wanted,
+                     const std::function<Status(ReduceOp)>& issue,
+                     const at::Tensor& output, bool holds_result,
+                     const char* what) {
+  const Status status = issue(wanted);
+  if (status == kNotSupported && wanted == ReduceOp::Avg) {
+    call.comm.check(issue(ReduceOp::Sum), what);
+    if (holds_result) {
+      // Floating or complex (reducible() checked).
+      call.after([output, size = call.comm.size()] { output.div_(size); });
+    }
+    return;
+  }
+  call.comm.check(status, what);
+}
+
+// all_reduce, or reduce to `root` (>= 0).
 void reduce_on_stream(const NativeBackend::Call& call, const at::Tensor& input,
                       const at::Tensor& output, const c10d::ReduceOp& op,
                       int root) {
@@ -39,18 +56,9 @@ void reduce_on_stream(const NativeBackend::Call& call, const at::Tensor& input,
                                 library_reduce, root, comm.handle(),
                                 call.stream);
   };
-  const char* what = root < 0 ? "all_reduce" : "reduce";
-  const ReduceOp wanted = library_op(op, input.scalar_type());
-  const Status status = issue(wanted);
-  if (status == kNotSupported && wanted == ReduceOp::Avg) {
-    comm.check(issue(ReduceOp::Sum), what);
-    if (root < 0 || root == comm.rank()) {
-      // Floating or complex (reducible() checked).
-      call.after([output, size = comm.size()] { output.div_(size); });
-    }
-    return;
-  }
-  comm.check(status, what);
+  issue_reduction(call, library_op(op, input.scalar_type()), issue, output,
+                  root < 0 || root == comm.rank(),
+                  root < 0 ? "all_reduce" : "reduce");
 }
 
 }  // namespace
@@ -456,18 +464,14 @@ c10::intrusive_ptr<c10d::Work> NativeBackend::_reduce_scatter_base(
             reducible(scaled, opts.reduceOp, library.library_name());
         const Buffer out =
             reducible(call.out[0], opts.reduceOp, library.library_name());
-        const ReduceOp wanted = library_op(opts.reduceOp, input.scalar_type());
-        auto issue = [&](ReduceOp op) {
-          return library.reduce_scatter(in.data, out.data, out.count, in.dtype,
-                                        op, call.comm.handle(), call.stream);
-        };
-        const Status status = issue(wanted);
-        if (status == kNotSupported && wanted == ReduceOp::Avg) {
-          call.comm.check(issue(ReduceOp::Sum), "reduce_scatter");
-          call.after([out = call.out[0], size = getSize()] { out.div_(size); });
-          return;
-        }
-        call.comm.check(status, "reduce_scatter");
+        issue_reduction(
+            call, library_op(opts.reduceOp, input.scalar_type()),
+            [&](ReduceOp op) {
+              return library.reduce_scatter(in.data, out.data, out.count,
+                                            in.dtype, op, call.comm.handle(),
+                                            call.stream);
+            },
+            call.out[0], true, "reduce_scatter");
       });
 }
 
