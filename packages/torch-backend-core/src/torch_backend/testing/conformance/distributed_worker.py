@@ -78,6 +78,11 @@ def run_ops(rank: int, world: int, device: str, make: Callable[[torch.Tensor], t
         dist.all_reduce(t, op=op)
         check(t, ones(value), f"{label} all_reduce {op}")
 
+    if BACKEND != STAGED:  # PREMUL_SUM (FSDP2 on NCCL uses it): each input scaled, then summed
+        t = make(ones(val))
+        dist.all_reduce(t, op=dist._make_nccl_premul_sum(0.5))
+        check(t, ones(0.5 * W * (W + 1) / 2), f"{label} all_reduce PREMUL_SUM")
+
     # reduce to rank 1: only the root's result is defined
     t = make(ones(val))
     dist.reduce(t, dst=1, op=dist.ReduceOp.SUM)
