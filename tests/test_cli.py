@@ -13,6 +13,10 @@ def test_module_reports_backends_and_active_devices():
     fake = next(line for line in lines if line.strip().startswith("fake "))
     assert "available: simulated device in host memory" in fake
     assert "active: fake (2 devices)" in lines
+    assert (
+        "torch.distributed: init_process_group() gives 'fakeccl' (fake collectives, on the device's streams); "
+        "'staged_gloo' by name"
+    ) in lines
     assert any(line.strip().startswith("fake:1  Fake Device 1 (host memory)") for line in lines)
 
 

@@ -54,7 +54,25 @@ def report() -> str:
         lines.append(
             f"  {active.name}:{index}  {props.name}  {props.total_memory >> 20} MiB  capability {props.capability}"
         )
+    lines.append(f"torch.distributed: {_collectives(active.name)}")
     return "\n".join(lines)
+
+
+def _collectives(device: str) -> str:
+    """Which c10d backend init_process_group() gives the device, and what it runs on."""
+    import torch.distributed as dist
+
+    from torch_backend import _C
+
+    if not dist.is_available():
+        return "not in this build of torch"
+    default = dist.Backend.default_device_backend_map.get(device, "none")
+    if _C._has_device_collectives():
+        from torch_backend import _distributed
+
+        library = _distributed.collectives_library_name()
+        return f"init_process_group() gives '{default}' ({library}, on the device's streams); 'staged_gloo' by name"
+    return f"init_process_group() gives '{default}' (through Gloo: the device library has no collectives)"
 
 
 def _why_none_active(infos: list[BackendInfo], accelerator: InTreeAccelerator | None) -> str:
