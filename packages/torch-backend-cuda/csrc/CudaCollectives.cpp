@@ -133,8 +133,8 @@ class CudaCollectives final : public torch_backend::DeviceCollectives {
                    CommHandle comm, StreamHandle stream) override {
     ncclDataType_t type;
     return nccl_type(dtype, &type)
-               ? ncclBroadcast(buffer, buffer, count, type, root,
-                               comm_of(comm), stream_of(stream))
+               ? ncclBroadcast(buffer, buffer, count, type, root, comm_of(comm),
+                               stream_of(stream))
                : kNoSuchType;
   }
 
