@@ -288,9 +288,12 @@ class FakeCollectives final : public torch_backend::DeviceCollectives {
     if (op == ReduceOp::Avg) {
       return kNotSupported;
     }
-    return scatter_exchange(send, recv, recv_count, dtype, handle, stream,
-                            [op, dtype](void* out, auto& parts, auto count) {
-                              reduce_into(out, parts, count, dtype, op);
+    const std::size_t size = element_size(dtype);
+    return scatter_exchange(send, recv_count * size, size, handle, stream,
+                            [=](std::size_t at, std::size_t n,
+                                const std::vector<const char*>& parts) {
+                              reduce_into(static_cast<char*>(recv) + at, parts,
+                                          n / size, dtype, op);
                             });
   }
 
@@ -298,27 +301,16 @@ class FakeCollectives final : public torch_backend::DeviceCollectives {
                     DType dtype, CommHandle handle,
                     StreamHandle stream) override {
     // Rank r's block of every rank, side by side: recv[r * count + i].
-    return enqueue(handle, stream, [=](Comm& comm) {
-      const std::size_t size = element_size(dtype);
-      const std::size_t block = count * size;
-      const std::size_t limit = kHalfBytes / comm.nranks;
-      return in_chunks(block, size, limit, [&](auto at, auto n) {
-        return exchange(
-            comm,
-            [&](char* mine) {
-              for (int r = 0; r < comm.nranks; ++r) {
-                std::memcpy(mine + r * n,
-                            static_cast<const char*>(send) + r * block + at, n);
-              }
-            },
-            [&](auto slot_of) {
-              for (int r = 0; r < comm.nranks; ++r) {
-                std::memcpy(static_cast<char*>(recv) + r * block + at,
-                            slot_of(r) + comm.rank * n, n);
-              }
-            });
-      });
-    });
+    const std::size_t size = element_size(dtype);
+    const std::size_t block = count * size;
+    return scatter_exchange(
+        send, block, size, handle, stream,
+        [=](std::size_t at, std::size_t n,
+            const std::vector<const char*>& parts) {
+          for (std::size_t r = 0; r < parts.size(); ++r) {
+            std::memcpy(static_cast<char*>(recv) + r * block + at, parts[r], n);
+          }
+        });
   }
 
   Status send(const void* buffer, std::size_t count, DType dtype, int peer,
@@ -407,17 +399,17 @@ class FakeCollectives final : public torch_backend::DeviceCollectives {
   }
 
  private:
-  // reduce_scatter's shape: rank r's chunk holds its block for every rank,
-  // side by side; each rank combines the blocks meant for it.
-  template <typename Combine>
-  Status scatter_exchange(const void* send, void* recv, std::size_t count,
-                          DType dtype, CommHandle handle, StreamHandle stream,
-                          Combine combine) {
+  // reduce_scatter's and all_to_all's shape: `send` holds a block of `block`
+  // bytes for every rank, side by side; chunk by chunk, each rank publishes
+  // its blocks' chunks and hands `collect(at, n, parts)` the chunks meant for
+  // it, one per rank.
+  template <typename Collect>
+  Status scatter_exchange(const void* send, std::size_t block,
+                          std::size_t element, CommHandle handle,
+                          StreamHandle stream, Collect collect) {
     return enqueue(handle, stream, [=](Comm& comm) {
-      const std::size_t size = element_size(dtype);
-      const std::size_t block = count * size;
       const std::size_t limit = kHalfBytes / comm.nranks;
-      return in_chunks(block, size, limit, [&](auto at, auto n) {
+      return in_chunks(block, element, limit, [&](auto at, auto n) {
         return exchange(
             comm,
             [&](char* mine) {
@@ -431,7 +423,7 @@ class FakeCollectives final : public torch_backend::DeviceCollectives {
               for (int r = 0; r < comm.nranks; ++r) {
                 parts.push_back(slot_of(r) + comm.rank * n);
               }
-              combine(static_cast<char*>(recv) + at, parts, n / size);
+              collect(at, n, parts);
             });
       });
     });

@@ -4,36 +4,11 @@
 #include <ATen/ops/view_as_real.h>
 #include <c10/util/Exception.h>
 
+#include "../aten/kernels/Launch.h"  // kernel_dtype: core's dtypes, as kernels see them
+
 namespace torch_backend::distributed {
 
 namespace {
-
-std::optional<DType> library_dtype(at::ScalarType type) {
-  switch (type) {
-    case at::kBool:
-      return DType::Bool;
-    case at::kByte:
-      return DType::UInt8;
-    case at::kChar:
-      return DType::Int8;
-    case at::kShort:
-      return DType::Int16;
-    case at::kInt:
-      return DType::Int32;
-    case at::kLong:
-      return DType::Int64;
-    case at::kHalf:
-      return DType::Float16;
-    case at::kBFloat16:
-      return DType::BFloat16;
-    case at::kFloat:
-      return DType::Float32;
-    case at::kDouble:
-      return DType::Float64;
-    default:
-      return std::nullopt;
-  }
-}
 
 const char* op_name(c10d::ReduceOp::RedOpType op) {
   switch (op) {
@@ -81,7 +56,7 @@ Buffer reducible(const at::Tensor& tensor, const c10d::ReduceOp& op,
         "ReduceOp.", op_name(op.op_), " is not supported for complex tensors");
     values = at::view_as_real(tensor);
   }
-  const std::optional<DType> dtype = library_dtype(values.scalar_type());
+  const std::optional<DType> dtype = kernel_dtype(values.scalar_type());
   TORCH_CHECK_TYPE(dtype.has_value(), library, " cannot reduce tensors of ",
                    values.scalar_type());
   TORCH_CHECK_VALUE(
