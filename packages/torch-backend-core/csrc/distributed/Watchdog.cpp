@@ -151,6 +151,12 @@ void Watchdog::run() {
 }
 
 void Watchdog::fail_group(const std::string& why) {
+  // Ending the process comes before the failure is published: once it is,
+  // a caller's next collective raises it, and that thread's exit could win
+  // the race with this one's (the process then ends with the caller's code).
+  if (end_process_on_error_) {
+    end_process("process group '" + group_ + "' failed: " + why);
+  }
   std::vector<std::shared_ptr<WorkState>> works;
   std::vector<std::weak_ptr<Communicator>> comms;
   {
@@ -160,9 +166,6 @@ void Watchdog::fail_group(const std::string& why) {
     comms = comms_;
   }
   drained_.notify_all();
-  if (end_process_on_error_) {
-    end_process("process group '" + group_ + "' failed: " + why);
-  }
   // Aborting ends the communicators' blocked stream work, so nothing waits
   // for it forever; then every unfinished collective fails with the reason.
   for (const auto& weak : comms) {
