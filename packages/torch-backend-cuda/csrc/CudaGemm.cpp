@@ -85,20 +85,6 @@ cublasOperation_t flipped(cublasOperation_t op) {
   return op == CUBLAS_OP_N ? CUBLAS_OP_T : CUBLAS_OP_N;
 }
 
-std::size_t element_size(DType dtype) {
-  switch (dtype) {
-    case DType::Float16:
-    case DType::BFloat16:
-      return 2;
-    case DType::Float32:
-      return 4;
-    case DType::Float64:
-      return 8;
-    default:
-      return 0;
-  }
-}
-
 bool data_type(DType dtype, cudaDataType* type) {
   switch (dtype) {
     case DType::Float16:

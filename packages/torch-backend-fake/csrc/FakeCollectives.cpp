@@ -1,11 +1,12 @@
 // The fake device's collective library (DeviceCollectives.h): what NCCL is
 // to a GPU, for the processes of one machine, over the fake machine's
-// interconnect (FakeInterconnect.h). Each call is enqueued on a fake stream
-// like a kernel and runs on that stream's worker thread, which waits for its
-// peers there, as an NCCL kernel spins on the GPU: the host returns at once,
-// and the stream is busy until every rank has arrived. A failed call fails
-// its communicator, which comm_async_error then reports. Like HCCL it has no
-// average (ReduceOp::Avg is declined): core's sum-and-divide path runs here.
+// interconnect (shared/interconnect/ShmInterconnect.h). Each call is enqueued
+// on a fake stream like a kernel and runs on that stream's worker thread, which
+// waits for its peers there, as an NCCL kernel spins on the GPU: the host
+// returns at once, and the stream is busy until every rank has arrived. A
+// failed call fails its communicator, which comm_async_error then reports. Like
+// HCCL it has no average (ReduceOp::Avg is declined): core's sum-and-divide
+// path runs here.
 #include <unistd.h>
 
 #include <cstdio>
@@ -22,26 +23,29 @@
 #include <torch_backend/DeviceCollectives.h>
 
 #include "FakeHardware.h"
-#include "FakeInterconnect.h"
 #include "FaultInjection.h"
+#include "ShmCollectives.h"
 
 namespace fake {
 namespace {
 
-using interconnect::Comm;
-using interconnect::CommRef;
-using interconnect::exchange;
-using interconnect::exchange_reduced;
-using interconnect::in_chunks;
-using interconnect::kHalfBytes;
+using shm_interconnect::Comm;
+using shm_interconnect::CommRef;
 using torch_backend::CollectiveId;
 using torch_backend::CommHandle;
 using torch_backend::DType;
+using torch_backend::element_size;
 using torch_backend::kNotSupported;
 using torch_backend::kSuccess;
 using torch_backend::ReduceOp;
 using torch_backend::StreamHandle;
-using namespace interconnect;  // the status codes
+using namespace shm_interconnect;  // the status codes
+
+// Fake's device memory is host memory (in both memory modes), which the
+// stream workers running the collectives may touch.
+char* host(const void* device_pointer) {
+  return static_cast<char*>(const_cast<void*>(device_pointer));
+}
 
 // ---- groups
 // --------------------------------------------------------------------
@@ -74,36 +78,6 @@ void execute(Comm& comm, const std::function<Status(Comm&)>& run) {
   }
 }
 
-// Sends and receives of one group at once, so that none waits for another
-// (a rank's send to its peer and the peer's send back): a thread per
-// communicator, peer and direction, which runs its calls in issue order (the
-// order that matches them with the peer's).
-void execute_concurrently(const std::vector<Call*>& calls) {
-  std::vector<std::vector<Call*>> lanes;
-  std::vector<std::tuple<Comm*, int, bool>> keys;
-  for (Call* call : calls) {
-    const auto key = std::make_tuple(call->comm.get(), call->peer, call->sends);
-    const auto found = std::find(keys.begin(), keys.end(), key);
-    if (found == keys.end()) {
-      keys.push_back(key);
-      lanes.push_back({call});
-    } else {
-      lanes[found - keys.begin()].push_back(call);
-    }
-  }
-  std::vector<std::thread> threads;
-  for (const std::vector<Call*>& lane : lanes) {
-    threads.emplace_back([&lane] {
-      for (Call* call : lane) {
-        execute(*call->comm, call->run);
-      }
-    });
-  }
-  for (std::thread& thread : threads) {
-    thread.join();
-  }
-}
-
 class FakeCollectives final : public torch_backend::DeviceCollectives {
  public:
   const char* library_name() override { return "fake collectives"; }
@@ -125,8 +99,8 @@ class FakeCollectives final : public torch_backend::DeviceCollectives {
     }
     CommRef comm;
     const Status status =
-        interconnect::join(reinterpret_cast<const char*>(id.bytes), nranks,
-                           rank, current_device(), &comm);
+        shm_interconnect::join(reinterpret_cast<const char*>(id.bytes), nranks,
+                               rank, current_device(), &comm);
     if (status != kSuccess) {
       return status;
     }
@@ -167,64 +141,17 @@ class FakeCollectives final : public torch_backend::DeviceCollectives {
     if (op == ReduceOp::Avg) {
       return kNotSupported;  // as HCCL: core sums and divides
     }
-    const std::size_t size = element_size(dtype);
     return enqueue(handle, stream, [=](Comm& comm) {
-      return in_chunks(count * size, size, kHalfBytes, [&](auto at, auto n) {
-        // Rank r's share: elements [r * share, (r + 1) * share) of the chunk.
-        const std::size_t elements = n / size;
-        const std::size_t share = (elements + comm.nranks - 1) / comm.nranks;
-        auto bounds = [&](int r) {
-          const std::size_t first = std::min(elements, r * share);
-          return std::make_pair(first * size,
-                                (std::min(elements, first + share) - first));
-        };
-        return exchange_reduced(
-            comm,
-            [&](char* mine) {
-              std::memcpy(mine, static_cast<const char*>(send) + at, n);
-            },
-            [&](auto slot_of) {
-              const auto [offset, length] = bounds(comm.rank);
-              std::vector<const char*> parts;
-              for (int r = 0; r < comm.nranks; ++r) {
-                parts.push_back(slot_of(r) + offset);
-              }
-              reduce_into(slot_of(comm.rank) + offset, parts, length, dtype,
-                          op);
-            },
-            [&](auto slot_of) {
-              for (int r = 0; r < comm.nranks; ++r) {
-                const auto [offset, length] = bounds(r);
-                std::memcpy(static_cast<char*>(recv) + at + offset,
-                            slot_of(r) + offset, length * size);
-              }
-            });
-      });
+      return shm_interconnect::all_reduce(comm, host(send), host(recv), count,
+                                          dtype, op);
     });
   }
 
   Status broadcast(void* buffer, std::size_t count, DType dtype, int root,
                    CommHandle handle, StreamHandle stream) override {
-    const std::size_t size = element_size(dtype);
     return enqueue(handle, stream, [=](Comm& comm) {
-      if (root < 0 || root >= comm.nranks) {
-        return static_cast<Status>(kInvalidArgument);
-      }
-      char* data = static_cast<char*>(buffer);
-      return in_chunks(count * size, size, kHalfBytes, [&](auto at, auto n) {
-        return exchange(
-            comm,
-            [&](char* mine) {
-              if (comm.rank == root) {
-                std::memcpy(mine, data + at, n);
-              }
-            },
-            [&](auto slot_of) {
-              if (comm.rank != root) {
-                std::memcpy(data + at, slot_of(root), n);
-              }
-            });
-      });
+      return shm_interconnect::broadcast(comm, host(buffer), count, dtype,
+                                         root);
     });
   }
 
@@ -234,51 +161,18 @@ class FakeCollectives final : public torch_backend::DeviceCollectives {
     if (op == ReduceOp::Avg) {
       return kNotSupported;
     }
-    const std::size_t size = element_size(dtype);
     return enqueue(handle, stream, [=](Comm& comm) {
-      if (root < 0 || root >= comm.nranks) {
-        return static_cast<Status>(kInvalidArgument);
-      }
-      return in_chunks(count * size, size, kHalfBytes, [&](auto at, auto n) {
-        return exchange(
-            comm,
-            [&](char* mine) {
-              std::memcpy(mine, static_cast<const char*>(send) + at, n);
-            },
-            [&](auto slot_of) {
-              if (comm.rank != root) {
-                return;
-              }
-              std::vector<const char*> parts;
-              for (int r = 0; r < comm.nranks; ++r) {
-                parts.push_back(slot_of(r));
-              }
-              reduce_into(static_cast<char*>(recv) + at, parts, n / size, dtype,
-                          op);
-            });
-      });
+      return shm_interconnect::reduce(comm, host(send), host(recv), count,
+                                      dtype, op, root);
     });
   }
 
   Status all_gather(const void* send, void* recv, std::size_t send_count,
                     DType dtype, CommHandle handle,
                     StreamHandle stream) override {
-    const std::size_t size = element_size(dtype);
-    const std::size_t total = send_count * size;
     return enqueue(handle, stream, [=](Comm& comm) {
-      return in_chunks(total, size, kHalfBytes, [&](auto at, auto n) {
-        return exchange(
-            comm,
-            [&](char* mine) {
-              std::memcpy(mine, static_cast<const char*>(send) + at, n);
-            },
-            [&](auto slot_of) {
-              for (int r = 0; r < comm.nranks; ++r) {
-                std::memcpy(static_cast<char*>(recv) + r * total + at,
-                            slot_of(r), n);
-              }
-            });
-      });
+      return shm_interconnect::all_gather(comm, host(send), host(recv),
+                                          send_count, dtype);
     });
   }
 
@@ -288,29 +182,19 @@ class FakeCollectives final : public torch_backend::DeviceCollectives {
     if (op == ReduceOp::Avg) {
       return kNotSupported;
     }
-    const std::size_t size = element_size(dtype);
-    return scatter_exchange(send, recv_count * size, size, handle, stream,
-                            [=](std::size_t at, std::size_t n,
-                                const std::vector<const char*>& parts) {
-                              reduce_into(static_cast<char*>(recv) + at, parts,
-                                          n / size, dtype, op);
-                            });
+    return enqueue(handle, stream, [=](Comm& comm) {
+      return shm_interconnect::reduce_scatter(comm, host(send), host(recv),
+                                              recv_count, dtype, op);
+    });
   }
 
   Status all_to_all(const void* send, void* recv, std::size_t count,
                     DType dtype, CommHandle handle,
                     StreamHandle stream) override {
-    // Rank r's block of every rank, side by side: recv[r * count + i].
-    const std::size_t size = element_size(dtype);
-    const std::size_t block = count * size;
-    return scatter_exchange(
-        send, block, size, handle, stream,
-        [=](std::size_t at, std::size_t n,
-            const std::vector<const char*>& parts) {
-          for (std::size_t r = 0; r < parts.size(); ++r) {
-            std::memcpy(static_cast<char*>(recv) + r * block + at, parts[r], n);
-          }
-        });
+    return enqueue(handle, stream, [=](Comm& comm) {
+      return shm_interconnect::all_to_all(comm, host(send), host(recv), count,
+                                          dtype);
+    });
   }
 
   Status send(const void* buffer, std::size_t count, DType dtype, int peer,
@@ -368,7 +252,13 @@ class FakeCollectives final : public torch_backend::DeviceCollectives {
           execute(*call.comm, call.run);
         }
       }
-      execute_concurrently(point_to_point);
+      std::vector<shm_interconnect::Lane> lanes;
+      for (const Call* call : point_to_point) {
+        lanes.emplace_back(call->comm.get(), call->peer, call->sends);
+      }
+      shm_interconnect::run_in_lanes(lanes, [&](std::size_t i) {
+        execute(*point_to_point[i]->comm, point_to_point[i]->run);
+      });
     });
     return kSuccess;
   }
@@ -399,36 +289,6 @@ class FakeCollectives final : public torch_backend::DeviceCollectives {
   }
 
  private:
-  // reduce_scatter's and all_to_all's shape: `send` holds a block of `block`
-  // bytes for every rank, side by side; chunk by chunk, each rank publishes
-  // its blocks' chunks and hands `collect(at, n, parts)` the chunks meant for
-  // it, one per rank.
-  template <typename Collect>
-  Status scatter_exchange(const void* send, std::size_t block,
-                          std::size_t element, CommHandle handle,
-                          StreamHandle stream, Collect collect) {
-    return enqueue(handle, stream, [=](Comm& comm) {
-      const std::size_t limit = kHalfBytes / comm.nranks;
-      return in_chunks(block, element, limit, [&](auto at, auto n) {
-        return exchange(
-            comm,
-            [&](char* mine) {
-              for (int r = 0; r < comm.nranks; ++r) {
-                std::memcpy(mine + r * n,
-                            static_cast<const char*>(send) + r * block + at, n);
-              }
-            },
-            [&](auto slot_of) {
-              std::vector<const char*> parts;
-              for (int r = 0; r < comm.nranks; ++r) {
-                parts.push_back(slot_of(r) + comm.rank * n);
-              }
-              collect(at, n, parts);
-            });
-      });
-    });
-  }
-
   // A collective (peer < 0) or a send or receive to `peer`.
   Status enqueue(CommHandle handle, StreamHandle stream,
                  std::function<Status(Comm&)> run, int peer = -1,

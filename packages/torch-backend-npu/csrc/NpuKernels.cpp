@@ -452,26 +452,6 @@ Status index_add(const KernelContext& ctx,
                Tensor(call.source), Scalar(call.alpha), Tensor(call.out));
 }
 
-std::int64_t element_size(DType dtype) {
-  switch (dtype) {
-    case DType::Bool:
-    case DType::UInt8:
-    case DType::Int8:
-      return 1;
-    case DType::Int16:
-    case DType::Float16:
-    case DType::BFloat16:
-      return 2;
-    case DType::Int32:
-    case DType::Float32:
-      return 4;
-    case DType::Int64:
-    case DType::Float64:
-      return 8;
-  }
-  return 8;
-}
-
 // values may be absent (argmax): aclnn writes them anyway, to a workspace.
 template <typename Plan, typename Launch>
 Status arg_extremum(const KernelContext& ctx, Plan plan, Launch launch,

@@ -39,6 +39,27 @@ enum class DType : std::int8_t {
   Float64,
 };
 
+// Bytes per element of `dtype`.
+constexpr std::size_t element_size(DType dtype) {
+  switch (dtype) {
+    case DType::Bool:
+    case DType::UInt8:
+    case DType::Int8:
+      return 1;
+    case DType::Int16:
+    case DType::Float16:
+    case DType::BFloat16:
+      return 2;
+    case DType::Int32:
+    case DType::Float32:
+      return 4;
+    case DType::Int64:
+    case DType::Float64:
+      return 8;
+  }
+  return 0;
+}
+
 constexpr int kMaxKernelDims = 25;  // TensorIterator's limit
 
 // A strided view of device memory. Element (i0, i1, ...) lives at

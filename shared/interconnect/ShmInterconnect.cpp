@@ -1,10 +1,11 @@
-#include "FakeInterconnect.h"
+#include "ShmInterconnect.h"
 
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -13,7 +14,7 @@
 #include <c10/util/BFloat16.h>
 #include <c10/util/Half.h>
 
-namespace fake::interconnect {
+namespace shm_interconnect {
 
 // Whether a peer's process is gone: no such process, or a zombie (exited,
 // not yet reaped by its parent, which may itself be waiting for us).
@@ -43,26 +44,6 @@ std::size_t segment_bytes(int nranks) {
   const auto n = static_cast<std::size_t>(nranks);
   return sizeof(Segment) + n * n * sizeof(PairState) + n * 2 * kHalfBytes +
          n * n * kBoxBytes;
-}
-
-std::size_t element_size(DType dtype) {
-  switch (dtype) {
-    case DType::Bool:
-    case DType::UInt8:
-    case DType::Int8:
-      return 1;
-    case DType::Int16:
-    case DType::Float16:
-    case DType::BFloat16:
-      return 2;
-    case DType::Int32:
-    case DType::Float32:
-      return 4;
-    case DType::Int64:
-    case DType::Float64:
-      return 8;
-  }
-  return 0;
 }
 
 Comm::~Comm() { munmap(segment, bytes); }
@@ -166,6 +147,38 @@ void reduce_into(void* out, const std::vector<const char*>& parts,
   }
 }
 
+void run_in_lanes(const std::vector<Lane>& lanes,
+                  const std::function<void(std::size_t)>& run) {
+  std::vector<Lane> distinct;
+  std::vector<std::vector<std::size_t>> members;
+  for (std::size_t i = 0; i < lanes.size(); ++i) {
+    const auto found = std::find(distinct.begin(), distinct.end(), lanes[i]);
+    if (found == distinct.end()) {
+      distinct.push_back(lanes[i]);
+      members.push_back({i});
+    } else {
+      members[found - distinct.begin()].push_back(i);
+    }
+  }
+  if (members.size() == 1) {  // nothing to overlap: no thread
+    for (std::size_t i : members.front()) {
+      run(i);
+    }
+    return;
+  }
+  std::vector<std::thread> threads;
+  for (const std::vector<std::size_t>& lane : members) {
+    threads.emplace_back([&run, &lane] {
+      for (std::size_t i : lane) {
+        run(i);
+      }
+    });
+  }
+  for (std::thread& thread : threads) {
+    thread.join();
+  }
+}
+
 Status send_chunks(Comm& comm, const char* data, std::size_t bytes, int peer) {
   PairState& pair = comm.pair(comm.rank, peer);
   return in_chunks(bytes, 1, kBoxBytes, [&](std::size_t offset, std::size_t n) {
@@ -197,4 +210,4 @@ Status recv_chunks(Comm& comm, char* data, std::size_t bytes, int peer) {
   });
 }
 
-}  // namespace fake::interconnect
+}  // namespace shm_interconnect

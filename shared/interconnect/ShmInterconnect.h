@@ -1,6 +1,9 @@
-// The fake machine's interconnect: what a collective library runs on, as
-// NVLink and its DMA engines are to NCCL. FakeCollectives.cpp maps
-// DeviceCollectives.h onto it.
+// A machine's interconnect for the processes of one host: what an emulated
+// collective library runs on, as NVLink and its DMA engines are to NCCL.
+// Test support shared by the emulated devices: fake's collective library
+// (packages/torch-backend-fake/csrc/FakeCollectives.cpp) and the ACL
+// emulator's HCCL (packages/torch-backend-npu/emulator/Hccl.cpp) are built
+// on it. Torch-free but for c10's Half and BFloat16 in the .cpp.
 //
 // A communicator is a POSIX shared-memory segment that every rank maps: a
 // staging slot per rank for collectives and a mailbox per ordered pair of
@@ -23,21 +26,24 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <thread>
+#include <tuple>
 #include <vector>
 
 #include <torch_backend/DeviceCollectives.h>
 
-#include "FakeHardware.h"
-
-namespace fake::interconnect {
+namespace shm_interconnect {
 
 using torch_backend::DType;
+using torch_backend::element_size;
 using torch_backend::kSuccess;
 using torch_backend::ReduceOp;
+using torch_backend::Status;
+using Clock = std::chrono::steady_clock;
 
-// The library's status codes (after the machine's).
+// The interconnect's status codes (clear of fake's machine codes below 20).
 enum CollectiveCode : Status {
   kCommAborted = 20,
   kPeerFailed = 21,
@@ -71,8 +77,6 @@ struct Segment {
 };
 
 std::size_t segment_bytes(int nranks);
-
-std::size_t element_size(DType dtype);
 
 // Whether a peer's process is gone: no such process, or a zombie (exited,
 // not yet reaped by its parent, which may itself be waiting for us).
@@ -259,8 +263,18 @@ Status exchange_reduced(Comm& comm, Publish publish, Reduce reduce,
   return kSuccess;
 }
 
+// Transfers that must run at once, as a group's sends and receives among the
+// same ranks (a rank's send to its peer and the peer's send back would wait
+// for each other if run one by one): run(i) for every i < lanes.size(), one
+// thread per distinct lane, each lane's transfers in their order (the order
+// that matches them with the peer's). A lane is (communicator, peer,
+// whether it sends).
+using Lane = std::tuple<const void*, int, bool>;
+void run_in_lanes(const std::vector<Lane>& lanes,
+                  const std::function<void(std::size_t)>& run);
+
 // Point to point through the pair's mailbox, in chunks.
 Status send_chunks(Comm& comm, const char* data, std::size_t bytes, int peer);
 Status recv_chunks(Comm& comm, char* data, std::size_t bytes, int peer);
 
-}  // namespace fake::interconnect
+}  // namespace shm_interconnect
