@@ -1,4 +1,4 @@
-"""The ``npu`` device (Huawei Ascend): device symbols over the ACL runtime, kernels over aclnn.
+"""The ``npu`` device (Huawei Ascend): device symbols over the ACL runtime, kernels over aclnn, collectives over HCCL.
 
 The CANN installation is found at run time as CANN's ``set_env.sh`` describes
 it: ``ASCEND_HOME_PATH`` or ``ASCEND_TOOLKIT_HOME``, else
@@ -13,8 +13,8 @@ from torch_backend import Backend
 
 _LIBRARY = Path(__file__).resolve().parent / "lib" / "libtorch_backend_npu.so"
 _DEFAULT_HOME = "/usr/local/Ascend/ascend-toolkit/latest"
-# ACL's runtime, the aclnn descriptors, the aclnn operators.
-_RUNTIME_LIBRARIES = ("libascendcl.so", "libnnopbase.so", "libopapi.so")
+# ACL's runtime, the aclnn descriptors, the aclnn operators, HCCL.
+_RUNTIME_LIBRARIES = ("libascendcl.so", "libnnopbase.so", "libopapi.so", "libhccl.so")
 
 
 def toolkit_home() -> Path | None:
@@ -35,7 +35,7 @@ def _probe() -> tuple[bool, str]:
         )
     missing = [name for name in _RUNTIME_LIBRARIES if not (home / "lib64" / name).is_file()]
     if missing:
-        return False, f"CANN at {home} lacks {', '.join(missing)} (aclnn operators)"
+        return False, f"CANN at {home} lacks {', '.join(missing)} (aclnn operators, HCCL)"
     return True, f"CANN at {home}"
 
 
@@ -51,6 +51,6 @@ backend = Backend(
     library=_LIBRARY,
     priority=30,
     probe=_probe,
-    description="Huawei Ascend NPU (ACL runtime, aclnn kernels)",
+    description="Huawei Ascend NPU (ACL runtime, aclnn kernels, HCCL)",
     runtime_libraries=_runtime_libraries,
 )

@@ -143,6 +143,22 @@ def run_ops(rank: int, world: int, device: str, make: Callable[[torch.Tensor], t
         req.wait()
     check(got, ones((rank - 1) % W + 1), f"{label} send/recv")
 
+    # a batch both ways round the ring, each message larger than a collective library's eager buffer
+    # (fake's mailbox is 1 MiB): it completes only if the batch's sends and receives run together
+    big = 3 << 18  # elements: 3 MiB of float32
+    prev, after = (rank - 1) % W, (rank + 1) % W
+    from_prev, from_next = make(torch.zeros(big)), make(torch.zeros(big))
+    batch = [
+        dist.P2POp(dist.isend, make(torch.full((big,), val)), after),
+        dist.P2POp(dist.isend, make(torch.full((big,), -val)), prev),
+        dist.P2POp(dist.irecv, from_prev, prev),
+        dist.P2POp(dist.irecv, from_next, after),
+    ]
+    for req in dist.batch_isend_irecv(batch):
+        req.wait()
+    check(from_prev, torch.full((big,), float(prev + 1)), f"{label} batch_isend_irecv from the previous rank")
+    check(from_next, torch.full((big,), -float(after + 1)), f"{label} batch_isend_irecv from the next rank")
+
     # coalesced, as DDP and FSDP issue them
     a, b = make(ones(val)), make(ones(2 * val))
     with dist._coalescing_manager(device=torch.device(device)):

@@ -1,0 +1,89 @@
+"""npu's collectives: HCCL through core's native c10d backend ("npuccl"), against the ACL emulator's
+libhccl.so (no Ascend hardware here).
+
+Every operation, DDP, FSDP2, subgroups, stalled and dead peers run in core's conformance kit
+(its distributed suite, which `nox -s tests-npu` runs). Here: what is HCCL's own, an asynchronous
+error in a rank's HCCL task (the emulator's ACL_EMULATOR_FAIL), which must fail every rank with an
+error naming the collective and HCCL's reason, and each rank's exit status.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pytest
+import torch.distributed as dist
+
+pytestmark = pytest.mark.skipif(
+    os.environ.get("TORCH_BACKEND") != "npu", reason="runs against npu (nox -s tests-npu sets TORCH_BACKEND=npu)"
+)
+
+WORKER = """
+import sys, time
+from datetime import timedelta
+import torch, torch.distributed as dist
+
+port, rank, world = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3])
+timeout = timedelta(seconds=30)
+store = dist.TCPStore("127.0.0.1", port, world, is_master=False, timeout=timeout)
+dist.init_process_group(store=store, rank=rank, world_size=world, timeout=timeout)
+assert "npu:npuccl" in dist.get_backend_config(), dist.get_backend_config()
+device = torch.device("npu", rank % torch.npu.device_count())
+torch.npu.set_device(device)
+t = torch.ones(4, device=device)
+start = time.monotonic()
+try:
+    for _ in range(20):
+        dist.all_reduce(t)
+        torch.npu.synchronize()
+except Exception as error:
+    print(f"ERROR after {time.monotonic() - start:.1f}s: {type(error).__name__}: {error}", flush=True)
+    sys.exit(3)
+print("no error", flush=True)
+"""
+
+
+def run_ranks(world: int, failing_rank_env: dict[str, str]) -> list[tuple[int, str]]:
+    store = dist.TCPStore("127.0.0.1", 0, world, is_master=True, wait_for_workers=False)
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", WORKER, str(store.port), str(rank), str(world)],
+            env={**os.environ, **(failing_rank_env if rank == world - 1 else {})},
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
+        for rank in range(world)
+    ]
+    results = []
+    for proc in procs:
+        try:
+            out, _ = proc.communicate(timeout=120)
+        except subprocess.TimeoutExpired:
+            for p in procs:
+                p.kill()
+            pytest.fail("ranks still running after 120 s")
+        results.append((proc.returncode, out))
+    return results
+
+
+def test_ranks_without_faults_run_every_collective_on_hccl() -> None:
+    for rank, (code, out) in enumerate(run_ranks(2, {})):
+        assert code == 0 and "no error" in out, f"rank {rank} exited {code}:\n{out}"
+
+
+@pytest.mark.parametrize("world", [2, 3])
+def test_an_asynchronous_hccl_error_fails_every_rank_at_once(world: int) -> None:
+    # The last rank's third HcclAllReduce task fails on its stream, as a link error would.
+    results = run_ranks(world, {"ACL_EMULATOR_FAIL": "HcclAllReduce:3"})
+    for rank, (code, out) in enumerate(results):
+        assert code == 3, f"rank {rank} exited {code}:\n{out}"
+        line = next(line for line in out.splitlines() if line.startswith("ERROR after"))
+        seconds = float(line.split("after ")[1].split("s:")[0])
+        assert "npuccl all_reduce" in line and seconds < 10, line
+        if rank == world - 1:
+            assert "internal error (an injected fault: ACL_EMULATOR_FAIL)" in line, line
+        else:  # the peers learn of it from the interconnect, or from the failed rank's abort
+            assert "a peer rank's communicator failed" in line or "destroyed" in line, line
