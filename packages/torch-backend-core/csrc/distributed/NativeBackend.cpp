@@ -1,5 +1,7 @@
 #include "NativeBackend.h"
 
+#include <torch/csrc/distributed/c10d/PrefixStore.hpp>
+
 #include <ATen/ops/cat.h>
 #include <ATen/ops/div.h>
 #include <ATen/ops/empty.h>
@@ -65,17 +67,51 @@ void reduce_on_stream(const NativeBackend::Call& call, const at::Tensor& input,
 
 NativeBackend::NativeBackend(c10::intrusive_ptr<c10d::Store> store, int rank,
                              int size, DeviceCollectives& library,
-                             c10::intrusive_ptr<c10d::Backend> cpu_backend,
+                             CpuBackendFactory make_cpu_backend,
                              std::string name,
                              std::chrono::milliseconds timeout,
                              bool end_process_on_error)
     : c10d::Backend(rank, size),
       store_(std::move(store)),
       library_(library),
-      cpu_backend_(std::move(cpu_backend)),
+      make_cpu_backend_(std::move(make_cpu_backend)),
       name_(std::move(name)),
       timeout_(timeout),
-      end_process_on_error_(end_process_on_error) {}
+      end_process_on_error_(end_process_on_error) {
+  // Its own keys: the communicators' ids are under store_.
+  if (make_cpu_backend_) {
+    cpu_backend_ = make_cpu_backend_(
+        c10::make_intrusive<c10d::PrefixStore>("gloo/", store_), rank, size,
+        timeout_);
+  }
+}
+
+c10::intrusive_ptr<c10d::Backend::Options> NativeBackend::getBackendOptions() {
+  return c10::make_intrusive<NativeBackendOptions>(name_, timeout_);
+}
+
+c10::intrusive_ptr<c10d::Backend> NativeBackend::split(
+    const c10::intrusive_ptr<c10d::Store>& store, const std::vector<int>& ranks,
+    const c10::intrusive_ptr<c10d::Backend::Options>& opts) {
+  const auto mine = std::find(ranks.begin(), ranks.end(), getRank());
+  if (mine == ranks.end()) {
+    return nullptr;  // not a member: no group, as with NCCL and Gloo
+  }
+  std::lock_guard<std::recursive_mutex> lock(mutex_);
+  const std::string group = opts ? opts->group_name : std::string();
+  if (auto child = last_split_.lock(); child && last_split_name_ == group) {
+    return child;
+  }
+  auto child = c10::make_intrusive<NativeBackend>(
+      c10::make_intrusive<c10d::PrefixStore>(name_ + "/", store),
+      static_cast<int>(mine - ranks.begin()), static_cast<int>(ranks.size()),
+      library_, make_cpu_backend_, name_, opts ? opts->timeout : timeout_,
+      end_process_on_error_);
+  last_split_ = c10::weak_intrusive_ptr<c10d::Backend>(
+      c10::intrusive_ptr<c10d::Backend>(child));
+  last_split_name_ = group;
+  return child;
+}
 
 Watchdog& NativeBackend::watchdog() {
   if (!watchdog_) {

@@ -25,14 +25,28 @@
 
 namespace torch_backend::distributed {
 
+// The native backend's options (Backend.options in Python), a type of its
+// own so that Python can copy them: torch.distributed.split_group deep-copies
+// the parent's options, and c10d's base Options cannot be copied there.
+struct NativeBackendOptions : c10d::Backend::Options {
+  using Options::Options;
+};
+
 class NativeBackend : public c10d::Backend {
  public:
+  // Makes the Gloo backend that serves a group's CPU tensors, from its store,
+  // rank, size and timeout: each group split from this one needs its own.
+  using CpuBackendFactory = std::function<c10::intrusive_ptr<c10d::Backend>(
+      const c10::intrusive_ptr<c10d::Store>&, int, int,
+      std::chrono::milliseconds)>;
+
   // `timeout`: how long a collective may run before the watchdog fails the
   // group; `end_process_on_error`: the watchdog ends the process instead.
+  // Without `make_cpu_backend`, CPU tensors are refused.
   NativeBackend(c10::intrusive_ptr<c10d::Store> store, int rank, int size,
-                DeviceCollectives& library,
-                c10::intrusive_ptr<c10d::Backend> cpu_backend, std::string name,
-                std::chrono::milliseconds timeout, bool end_process_on_error);
+                DeviceCollectives& library, CpuBackendFactory make_cpu_backend,
+                std::string name, std::chrono::milliseconds timeout,
+                bool end_process_on_error);
   ~NativeBackend() override;
 
   const std::string getBackendName() const override { return name_; }
@@ -44,6 +58,15 @@ class NativeBackend : public c10d::Backend {
   // batch_isend_irecv and _coalescing_manager go through start/end
   // coalescing, so a library's group_start/group_end can issue them as one.
   bool supportsCoalescing() const override { return true; }
+  // torch.distributed.split_group: the members' group gets communicators of
+  // its own from fresh ids, as new_group does (the library's comm_split is
+  // not used), and a Gloo backend of its own for CPU tensors.
+  bool supportsSplitting() const override { return true; }
+  c10::intrusive_ptr<c10d::Backend::Options> getBackendOptions() override;
+  c10::intrusive_ptr<c10d::Backend> split(
+      const c10::intrusive_ptr<c10d::Store>& store,
+      const std::vector<int>& ranks,
+      const c10::intrusive_ptr<c10d::Backend::Options>& opts) override;
   void startCoalescing() override;
   c10::intrusive_ptr<c10d::Work> endCoalescing() override;
 
@@ -120,7 +143,13 @@ class NativeBackend : public c10d::Backend {
 
   c10::intrusive_ptr<c10d::Store> store_;
   DeviceCollectives& library_;
+  CpuBackendFactory make_cpu_backend_;
   c10::intrusive_ptr<c10d::Backend> cpu_backend_;
+  // The last group split from this one: ProcessGroup::splitGroup asks the
+  // backend of each device type, and this one serves the device and CPU.
+  c10::weak_intrusive_ptr<c10d::Backend> last_split_{
+      c10::intrusive_ptr<c10d::Backend>()};
+  std::string last_split_name_;
   std::string name_;
   std::recursive_mutex mutex_;
   std::map<c10::DeviceIndex, std::shared_ptr<Communicator>> comms_;

@@ -1,7 +1,8 @@
 // torch_backend._distributed: builds the c10d backends, the staged one around
 // a Gloo backend made in Python and the native one over the device library's
-// collectives. Kept apart from _C so that importing torch_backend
-// never loads c10d glue that a single-process user does not need.
+// collectives (with a Python factory of Gloo backends for CPU tensors). Kept
+// apart from _C so that importing torch_backend never loads c10d glue that a
+// single-process user does not need.
 #include <Python.h>
 #include <pybind11/pybind11.h>
 
@@ -12,6 +13,10 @@
 #include "../distributed/Watchdog.h"
 
 namespace py = pybind11;
+
+// c10d's types are bound with this holder (as torch/csrc/utils/pybind.h
+// declares it, a header too heavy for this module).
+PYBIND11_DECLARE_HOLDER_TYPE(T, c10::intrusive_ptr<T>, true)
 
 namespace torch_backend::distributed {
 namespace {
@@ -35,20 +40,53 @@ c10d::Backend* make_staged_backend(c10d::Backend* gloo, const std::string& name,
   return staged.release();
 }
 
+// `make_gloo(store, rank, size, timeout_s)`, a Python callable, as the native
+// backend's factory of Gloo backends (one per group, split groups included).
+NativeBackend::CpuBackendFactory gloo_factory(py::object make_gloo) {
+  if (make_gloo.is_none()) {
+    return {};
+  }
+  // Released with the GIL; leaked if the interpreter is already gone.
+  std::shared_ptr<py::object> held(new py::object(std::move(make_gloo)),
+                                   [](py::object* callable) {
+                                     if (Py_IsInitialized()) {
+                                       py::gil_scoped_acquire gil;
+                                       delete callable;
+                                     } else {
+                                       callable->release();
+                                       delete callable;
+                                     }
+                                   });
+  return [held](const c10::intrusive_ptr<c10d::Store>& store, int rank,
+                int size, std::chrono::milliseconds timeout) {
+    py::gil_scoped_acquire gil;
+    // The store goes with its holder: Python shares it (a raw pointer would
+    // make pybind11 build a second owner).
+    py::object made = (*held)(py::cast(store), rank, size,
+                              static_cast<double>(timeout.count()) / 1000.0);
+    auto* backend = made.cast<c10d::Backend*>();
+    TORCH_CHECK_TYPE(backend != nullptr, "make_gloo returned None");
+    return c10::intrusive_ptr<c10d::Backend>::reclaim_copy(backend);
+  };
+}
+
 c10d::Backend* make_native_backend(c10d::Store* store, int rank, int size,
-                                   c10d::Backend* gloo, const std::string& name,
-                                   double timeout_s,
+                                   py::object make_gloo,
+                                   const std::string& name, double timeout_s,
                                    bool end_process_on_error) {
   TORCH_CHECK_TYPE(store != nullptr, "expected a store, got None");
   DeviceCollectives* library = active_collectives();
   TORCH_CHECK(library != nullptr,
               "the active device library has no collectives");
+  NativeBackend::CpuBackendFactory factory;
+  {
+    py::gil_scoped_acquire gil;  // the callable's references
+    factory = gloo_factory(std::move(make_gloo));
+  }
   auto native = c10::make_intrusive<NativeBackend>(
       c10::intrusive_ptr<c10d::Store>::reclaim_copy(store), rank, size,
-      *library,
-      gloo == nullptr ? c10::intrusive_ptr<c10d::Backend>()
-                      : c10::intrusive_ptr<c10d::Backend>::reclaim_copy(gloo),
-      name, std::chrono::milliseconds(static_cast<int64_t>(timeout_s * 1000)),
+      *library, std::move(factory), name,
+      std::chrono::milliseconds(static_cast<int64_t>(timeout_s * 1000)),
       end_process_on_error);
   return native.release();
 }
@@ -72,9 +110,24 @@ PYBIND11_MODULE(_distributed, m) {
         py::call_guard<py::gil_scoped_release>());
   m.def("collectives_library_name",
         &torch_backend::distributed::collectives_library_name);
+  // The native backend's Python type (a c10d Backend) adds what
+  // torch.distributed.split_group reads: its options, which it deep-copies.
+  using torch_backend::distributed::NativeBackend;
+  using torch_backend::distributed::NativeBackendOptions;
+  py::class_<NativeBackendOptions, c10d::Backend::Options,
+             c10::intrusive_ptr<NativeBackendOptions>>(m,
+                                                       "NativeBackendOptions")
+      .def("__deepcopy__",
+           [](const NativeBackendOptions& self, const py::dict& /*memo*/) {
+             return c10::make_intrusive<NativeBackendOptions>(self);
+           });
+  py::class_<NativeBackend, c10d::Backend, c10::intrusive_ptr<NativeBackend>>(
+      m, "NativeBackend")
+      .def_property_readonly("options", &NativeBackend::getBackendOptions);
   m.def("make_native_backend", &torch_backend::distributed::make_native_backend,
-        py::arg("store"), py::arg("rank"), py::arg("size"), py::arg("gloo"),
-        py::arg("name"), py::arg("timeout_s"), py::arg("end_process_on_error"),
+        py::arg("store"), py::arg("rank"), py::arg("size"),
+        py::arg("make_gloo"), py::arg("name"), py::arg("timeout_s"),
+        py::arg("end_process_on_error"),
         py::return_value_policy::take_ownership,
         py::call_guard<py::gil_scoped_release>());
 }

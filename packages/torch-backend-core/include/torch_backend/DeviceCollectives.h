@@ -126,7 +126,8 @@ class TORCH_BACKEND_API DeviceCollectives {
                             DType dtype, CommHandle comm, StreamHandle stream);
   // A communicator of the ranks that pass the same `color`, ordered by `key`
   // (ncclCommSplit); color < 0: this rank joins none (*child = nullptr).
-  // Default: kNotSupported (core makes new groups from fresh ids).
+  // Default: kNotSupported. Reserved: core does not call it yet (new_group
+  // and split_group get communicators from fresh ids).
   virtual Status comm_split(CommHandle comm, int color, int key,
                             CommHandle* child);
 

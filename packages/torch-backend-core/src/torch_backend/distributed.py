@@ -72,13 +72,18 @@ def register_native_backend(device: str) -> str | None:
         from torch_backend import _distributed
 
         _drain_watchdogs_at_exit()
-        # Stores of their own: the Gloo backend for CPU tensors, and the communicators' ids.
-        gloo = ProcessGroupGloo(PrefixStore(f"{name}/gloo/", store), rank, world_size, timeout)
+
+        def make_gloo(
+            gloo_store: torch.distributed.Store, gloo_rank: int, size: int, timeout_s: float
+        ) -> torch._C._distributed_c10d.Backend:
+            # For CPU tensors in the group, and in every group split from it.
+            return ProcessGroupGloo(gloo_store, gloo_rank, size, timedelta(seconds=timeout_s))
+
         return _distributed.make_native_backend(
             PrefixStore(f"{name}/", store),
             rank,
             world_size,
-            gloo,
+            make_gloo,
             name,
             timeout.total_seconds(),
             _end_process_on_error(),

@@ -27,10 +27,14 @@ BACKEND = os.environ.get("TORCH_BACKEND_TEST_DIST_BACKEND", STAGED)
 all_gather_single, reduce_scatter_single = single_tensor_collectives()
 
 
-def join(port: int, rank: int, world: int, timeout_s: float = 60.0) -> None:
+def join(port: int, rank: int, world: int, timeout_s: float = 60.0, bind_device: bool = False) -> None:
     store = dist.TCPStore("127.0.0.1", port, world, is_master=False, timeout=timedelta(seconds=timeout_s))
     backend = None if BACKEND == "default" else BACKEND  # "default": none named
-    dist.init_process_group(backend, store=store, rank=rank, world_size=world, timeout=timedelta(seconds=timeout_s))
+    # device_id= binds the group to this rank's device (eager communicators; split_group needs it).
+    device_id = torch.device(DEVICE, rank % dev.device_count()) if bind_device else None
+    dist.init_process_group(
+        backend, store=store, rank=rank, world_size=world, timeout=timedelta(seconds=timeout_s), device_id=device_id
+    )
 
 
 def check(actual: torch.Tensor, expected: torch.Tensor, what: str) -> None:
@@ -224,6 +228,38 @@ def scenario_groups(rank: int, world: int) -> None:
     assert box == ["from 0"], box
 
 
+def scenario_split(rank: int, world: int) -> None:
+    """split_group: the first and last ranks get a group of their own (device and CPU tensors), the
+    others none; the parent group keeps working, and a second split from it too."""
+    members = [0, world - 1]
+    device = torch.device(DEVICE, rank % dev.device_count())
+    group = dist.split_group(split_ranks=[members])
+    if rank not in members:
+        assert group is None, group
+    else:
+        assert group is not None and dist.get_process_group_ranks(group) == members, group
+        t = torch.full((3,), float(rank + 1), device=device)
+        dist.all_reduce(t, group=group)
+        check(t, torch.full((3,), float(1 + world)), "split group all_reduce")
+        on_cpu = torch.full((2,), float(rank + 1))
+        dist.all_reduce(on_cpu, group=group)
+        torch.testing.assert_close(on_cpu, torch.full((2,), float(1 + world)), msg="split group CPU all_reduce")
+        dist.destroy_process_group(group)
+    t = torch.full((3,), float(rank + 1), device=device)
+    dist.all_reduce(t)
+    check(t, torch.full((3,), float(world * (world + 1) / 2)), "parent all_reduce after the split")
+    pairs = [list(range(world))[i : i + 2] for i in range(0, world, 2)]
+    mine = dist.split_group(split_ranks=pairs)
+    pair = next(p for p in pairs if rank in p)
+    t = torch.full((3,), float(rank + 1), device=device)
+    dist.all_reduce(t, group=mine)
+    check(t, torch.full((3,), float(sum(r + 1 for r in pair))), "second split's all_reduce")
+
+
+#: Scenarios whose group is bound to the rank's device (init_process_group(device_id=...)).
+BOUND = {"split"}
+
+
 def scenario_fsdp(rank: int, world: int) -> None:
     """FSDP2 (fully_shard) trains like one process on the whole batches."""
     from torch.distributed.fsdp import fully_shard
@@ -339,7 +375,7 @@ SCENARIOS = {name.removeprefix("scenario_"): f for name, f in globals().items() 
 def main() -> None:
     scenario, port, rank, world = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
     timeout_s = float(os.environ.get("DIST_TEST_TIMEOUT_S", "60"))
-    join(port, rank, world, timeout_s)
+    join(port, rank, world, timeout_s, bind_device=scenario in BOUND)
     SCENARIOS[scenario](rank, world)
     dist.destroy_process_group()
     print(f"rank {rank}: {scenario} ok", flush=True)

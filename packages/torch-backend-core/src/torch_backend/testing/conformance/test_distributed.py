@@ -85,6 +85,11 @@ def test_native_backend_trains_and_keeps_groups(scenario: str):
 
 
 @needs_native
+def test_native_backend_splits_groups():
+    assert_all_ok(run_ranks("split", 3, env=ON_NATIVE))
+
+
+@needs_native
 def test_dead_peer_fails_native_survivors_at_once():
     env = {**ON_NATIVE, "DIST_TEST_TIMEOUT_S": "30"}
     for seconds, line in survivor_errors(run_ranks("die", 3, env=env, limit_s=120)):
