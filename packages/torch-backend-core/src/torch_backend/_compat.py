@@ -102,6 +102,12 @@ def single_tensor_collectives() -> tuple[Callable[..., Any], Callable[..., Any]]
     return dist.all_gather_into_tensor, dist.reduce_scatter_tensor
 
 
+def split_group_serves_other_devices() -> bool:
+    """Whether torch.distributed.split_group splits the current accelerator's backend: from torch 2.13
+    (measured on 2.13 and 2.15; 2.11 asks the parent group for its CUDA backend, 2.12 is not checked)."""
+    return torch_at_least(2, 13)
+
+
 def gloo_has_list_all_to_all() -> bool:
     """Whether all_to_all over lists of tensors works on staged (Gloo-backed) groups: from torch 2.12."""
     return torch_at_least(2, 12)

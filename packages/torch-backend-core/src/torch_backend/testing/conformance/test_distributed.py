@@ -18,6 +18,7 @@ import pytest
 import torch
 import torch.distributed as dist
 
+from torch_backend._compat import split_group_serves_other_devices
 from torch_backend.distributed import native_backend_name
 from torch_backend.testing.conformance._support import DEVICE, needs_stream_sleep
 
@@ -85,6 +86,7 @@ def test_native_backend_trains_and_keeps_groups(scenario: str):
 
 
 @needs_native
+@pytest.mark.skipif(not split_group_serves_other_devices(), reason="split_group splits CUDA's backend only")
 def test_native_backend_splits_groups():
     assert_all_ok(run_ranks("split", 3, env=ON_NATIVE))
 
