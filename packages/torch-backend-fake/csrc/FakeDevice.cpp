@@ -235,6 +235,33 @@ class FakeRuntime final : public torch_backend::DeviceRuntime {
     return machine_.close_shared(ptr);
   }
 
+  // --- virtual memory (expandable segments) ----------------------------------
+  Status vm_granularity(std::size_t* bytes) override {
+    *bytes = fake::Machine::kPageBytes;
+    return kSuccess;
+  }
+  Status vm_reserve(void** base, std::size_t bytes) override {
+    return machine_.reserve(bytes, base);
+  }
+  Status vm_release(void* base, std::size_t bytes) override {
+    return machine_.unreserve(base, bytes);
+  }
+  Status vm_create(torch_backend::PhysicalHandle* handle,
+                   std::size_t bytes) override {
+    FAKE_FAULT_POINT(Operation::Malloc, current_device());
+    return machine_.create_physical(current_device(), bytes, handle);
+  }
+  Status vm_destroy(torch_backend::PhysicalHandle handle) override {
+    return machine_.destroy_physical(handle);
+  }
+  Status vm_map(void* address, std::size_t bytes,
+                torch_backend::PhysicalHandle handle) override {
+    return machine_.map(address, bytes, handle);
+  }
+  Status vm_unmap(void* address, std::size_t bytes) override {
+    return machine_.unmap(address, bytes);
+  }
+
   // --- errors and capabilities -----------------------------------------------
   std::string error_text(Status status) override {
     switch (status) {

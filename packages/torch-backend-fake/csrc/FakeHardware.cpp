@@ -261,6 +261,108 @@ std::size_t Machine::used(int device) {
   return used_[device];
 }
 
+Status Machine::reserve(std::size_t bytes, void** base) {
+  if (bytes == 0 || bytes % kPageBytes != 0) {
+    return kInvalidValue;
+  }
+  void* memory = mmap(nullptr, bytes, PROT_NONE,
+                      MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (memory == MAP_FAILED) {
+    return kOutOfMemory;
+  }
+  std::lock_guard<std::mutex> lock(mutex_);
+  reservations_[memory] = bytes;
+  *base = memory;
+  return kSuccess;
+}
+
+Status Machine::unreserve(void* base, std::size_t bytes) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto it = reservations_.find(base);
+  if (it == reservations_.end() || it->second != bytes) {
+    return kInvalidPointer;
+  }
+  munmap(base, bytes);
+  reservations_.erase(it);
+  return kSuccess;
+}
+
+bool Machine::reserved(const void* address, std::size_t bytes) {
+  const auto* start = static_cast<const char*>(address);
+  for (const auto& [base, size] : reservations_) {
+    const auto* first = static_cast<const char*>(base);
+    if (start >= first && start + bytes <= first + size) {
+      return true;
+    }
+  }
+  return false;
+}
+
+Status Machine::create_physical(int device, std::size_t bytes,
+                                torch_backend::PhysicalHandle* handle) {
+  if (bytes == 0 || bytes % kPageBytes != 0) {
+    return kInvalidValue;
+  }
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (bytes > capacity_ - used_[device]) {
+    return kOutOfMemory;
+  }
+  const int fd = memfd_create("torch_backend_fake_physical", MFD_CLOEXEC);
+  if (fd < 0) {
+    return kOutOfMemory;
+  }
+  if (ftruncate(fd, static_cast<off_t>(bytes)) != 0) {
+    close(fd);
+    return kOutOfMemory;
+  }
+  auto* physical = new Physical{device, bytes, fd};
+  physical_.insert(physical);
+  used_[device] += bytes;
+  *handle = physical;
+  return kSuccess;
+}
+
+Status Machine::destroy_physical(torch_backend::PhysicalHandle handle) {
+  auto* physical = static_cast<Physical*>(handle);
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (physical_.erase(physical) == 0) {
+    return kInvalidValue;
+  }
+  // Pages still mapped keep the file's memory until unmapped, as a driver
+  // keeps a mapped allocation; the device's count drops now.
+  used_[physical->device] -= physical->bytes;
+  close(physical->fd);
+  delete physical;
+  return kSuccess;
+}
+
+Status Machine::map(void* address, std::size_t bytes,
+                    torch_backend::PhysicalHandle handle) {
+  auto* physical = static_cast<Physical*>(handle);
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (physical_.count(physical) == 0 || physical->bytes != bytes) {
+    return kInvalidValue;
+  }
+  if (!reserved(address, bytes)) {
+    return kInvalidPointer;
+  }
+  void* mapped = mmap(address, bytes, PROT_READ | PROT_WRITE,
+                      MAP_SHARED | MAP_FIXED, physical->fd, 0);
+  return mapped == address ? kSuccess : kOutOfMemory;
+}
+
+Status Machine::unmap(void* address, std::size_t bytes) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (!reserved(address, bytes)) {
+    return kInvalidPointer;
+  }
+  // Back to reserved: inaccessible, holding no memory.
+  void* back =
+      mmap(address, bytes, PROT_NONE,
+           MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED | MAP_NORESERVE, -1, 0);
+  return back == address ? kSuccess : kInvalidValue;
+}
+
 Status Machine::host_allocate(std::size_t bytes, void** ptr) {
   void* memory = std::aligned_alloc(kAlignment, round_up(bytes));
   if (memory == nullptr) {

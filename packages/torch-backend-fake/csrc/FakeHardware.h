@@ -166,6 +166,20 @@ class Machine {
   Status open_shared(const torch_backend::IpcHandle& handle, void** ptr);
   Status close_shared(void* ptr);
 
+  // --- virtual memory: address ranges whose pages map physical memory ------
+  // Reserved ranges are inaccessible anonymous memory; a physical allocation
+  // is a shared-memory file counted against its device's capacity, mapped
+  // over part of a range with MAP_FIXED.
+  static constexpr std::size_t kPageBytes = std::size_t{2} << 20;
+  Status reserve(std::size_t bytes, void** base);
+  Status unreserve(void* base, std::size_t bytes);
+  Status create_physical(int device, std::size_t bytes,
+                         torch_backend::PhysicalHandle* handle);
+  Status destroy_physical(torch_backend::PhysicalHandle handle);
+  Status map(void* address, std::size_t bytes,
+             torch_backend::PhysicalHandle handle);
+  Status unmap(void* address, std::size_t bytes);
+
   // --- streams
   // ----------------------------------------------------------------
   Stream* create_stream(int device);
@@ -181,8 +195,16 @@ class Machine {
     int fd;  // the shared-memory file behind it; -1: private memory
   };
 
+  struct Physical {
+    int device;
+    std::size_t bytes;
+    int fd;
+  };
+
   Machine();
   std::vector<Stream*> streams_of(int device);
+  // Whether [address, address + bytes) lies in one reserved range.
+  bool reserved(const void* address, std::size_t bytes);
 
   const int device_count_;
   const std::size_t capacity_;
@@ -193,6 +215,8 @@ class Machine {
   std::unordered_map<void*, Block> blocks_;
   std::unordered_map<void*, std::size_t> opened_;  // from other processes
   std::unordered_set<void*> host_blocks_;
+  std::unordered_map<void*, std::size_t> reservations_;
+  std::unordered_set<Physical*> physical_;
   std::unique_ptr<std::atomic<Stream*>[]> default_streams_;
   std::vector<Stream*> streams_;
 };

@@ -13,9 +13,11 @@
 namespace torch_backend::allocator {
 
 struct BlockPool;
+class ExpandableSegment;
 
-// A range of one segment (one runtime malloc). Neighbours in the same segment
-// are linked so that freed blocks merge back.
+// A range of one segment (one runtime malloc, or the mapped pages of an
+// expandable segment). Neighbours in the same segment are linked so that
+// freed blocks merge back.
 struct Block {
   Block(c10::DeviceIndex device, c10::Stream stream, size_t size,
         BlockPool* pool, void* ptr)
@@ -37,6 +39,9 @@ struct Block {
   int gc_age = 0;       // garbage-collection rounds spent cached
   std::unordered_set<c10::Stream> stream_uses;
   std::shared_ptr<void> context;  // of its allocation, while history records
+  // The expandable segment it lies in; null: an ordinary segment (one
+  // runtime malloc). prev and next never cross an unmapped hole.
+  ExpandableSegment* expandable = nullptr;
 };
 
 // Free blocks ordered by (stream, size, address): the best fit on a stream is

@@ -3,10 +3,12 @@
 #include "History.h"
 
 #include <algorithm>
+#include <iterator>
 #include <sstream>
 
 #include <c10/core/AllocatorConfig.h>
 #include <c10/core/DeviceGuard.h>
+#include <c10/core/DeviceType.h>
 #include <c10/util/Exception.h>
 
 #include <torch_backend/Runtime.h>
@@ -62,6 +64,24 @@ DeviceCachingAllocator::DeviceCachingAllocator(c10::DeviceIndex device)
     : device_(device),
       max_split_size_(AcceleratorAllocatorConfig::max_split_size()) {
   stats_.max_split_size = static_cast<int64_t>(max_split_size_);
+  if (AcceleratorAllocatorConfig::use_expandable_segments()) {
+    c10::DeviceGuard guard(device_of(device_));
+    size_t page = 0;
+    const Status status = active_runtime().vm_granularity(&page);
+    if (status == kNotSupported) {
+      // As PyTorch where CUDA's driver lacks virtual memory management.
+      TORCH_WARN_ONCE(
+          "PYTORCH_ALLOC_CONF=expandable_segments:True: the ",
+          c10::get_privateuse1_backend(),
+          " runtime has no virtual memory calls (DeviceRuntime::vm_*); "
+          "using ordinary segments");
+    } else {
+      check_status(status, "vm_granularity");
+      TORCH_CHECK(page > 0 && page % kMinBlockSize == 0,
+                  "vm_granularity reported a page of ", page, " bytes");
+      expandable_page_ = page;
+    }
+  }
 }
 
 Block* DeviceCachingAllocator::make_block(c10::Stream stream, size_t size,
@@ -106,7 +126,8 @@ Block* DeviceCachingAllocator::malloc(size_t requested, c10::Stream stream) {
     block = take_free_block(pool, stream, size);
   }
   if (block == nullptr) {
-    const size_t segment = segment_size(size);
+    // An expandable segment grows by what the request needs.
+    const size_t segment = expandable_page_ > 0 ? size : segment_size(size);
     garbage_collect();
     block = new_segment(pool, stream, segment);
     if (block == nullptr) {
@@ -161,6 +182,7 @@ std::vector<MemorySegmentInfo> DeviceCachingAllocator::segments() {
     segment.address = base;
     segment.stream = head->stream.id();
     segment.is_large = !head->pool->is_small;
+    segment.is_expandable = head->expandable != nullptr;
     for (const Block* block = head; block != nullptr; block = block->next) {
       MemoryBlockInfo info;
       info.address = reinterpret_cast<uintptr_t>(block->ptr);
@@ -204,6 +226,9 @@ Block* DeviceCachingAllocator::take_free_block(BlockPool& pool,
 
 Block* DeviceCachingAllocator::new_segment(BlockPool& pool, c10::Stream stream,
                                            size_t size) {
+  if (expandable_page_ > 0) {
+    return grow_expandable(pool, stream, size);
+  }
   last_oom_status_ = kSuccess;
   if (stats_.reserved_bytes[0].current + size > allowed_bytes()) {
     return nullptr;
@@ -231,10 +256,169 @@ Block* DeviceCachingAllocator::new_segment(BlockPool& pool, c10::Stream stream,
   return block;
 }
 
+Block* DeviceCachingAllocator::last_block(const ExpandableSegment& segment) {
+  const auto end = reinterpret_cast<uintptr_t>(segment.base() + segment.end());
+  auto head = segment_heads_.lower_bound(end);
+  if (segment.end() == 0 || head == segment_heads_.begin()) {
+    return nullptr;
+  }
+  Block* block = std::prev(head)->second;
+  if (block->expandable != &segment) {
+    return nullptr;
+  }
+  while (block->next != nullptr) {
+    block = block->next;
+  }
+  const bool ends_there =
+      reinterpret_cast<uintptr_t>(block->ptr) + block->size == end;
+  return ends_there ? block : nullptr;
+}
+
+Block* DeviceCachingAllocator::grow_expandable(BlockPool& pool,
+                                               c10::Stream stream,
+                                               size_t size) {
+  last_oom_status_ = kSuccess;
+  const size_t page = expandable_page_;
+  auto round_up = [page](size_t bytes) {
+    return (bytes + page - 1) / page * page;
+  };
+  ExpandableSegment* segment = nullptr;
+  for (const auto& candidate : expandable_segments_) {
+    if (candidate->growing && candidate->stream == stream &&
+        candidate->small == pool.is_small) {
+      segment = candidate.get();
+    }
+  }
+  Block* tail = segment != nullptr ? last_block(*segment) : nullptr;
+  // A free last block (bins were flushed before growing) takes part.
+  const bool tail_free = tail != nullptr && !tail->allocated &&
+                         tail->event_count == 0 && tail->stream_uses.empty() &&
+                         pool.blocks.count(tail) == 1 && tail->size < size;
+  size_t grow = round_up(size - (tail_free ? tail->size : 0));
+  if (segment == nullptr || segment->end() + grow > segment->capacity()) {
+    if (segment != nullptr) {
+      segment->growing = false;  // full: a fresh range takes over
+    }
+    allowed_bytes();  // learns the device's total memory
+    // Room for the whole device twice over: holes left by unmapped pages
+    // are not mapped again, so the range is used up only slowly.
+    const size_t capacity =
+        std::max(round_up(2 * total_memory_), round_up(size));
+    c10::DeviceGuard guard(device_of(device_));
+    expandable_segments_.push_back(std::make_unique<ExpandableSegment>(
+        stream, pool.is_small, page, capacity));
+    segment = expandable_segments_.back().get();
+    tail = nullptr;
+    grow = round_up(size);
+  }
+  if (stats_.reserved_bytes[0].current + grow > allowed_bytes()) {
+    return nullptr;
+  }
+  const size_t offset = segment->end();
+  const bool was_empty = segment->mapped() == 0;
+  Status status = kSuccess;
+  {
+    c10::DeviceGuard guard(device_of(device_));
+    status = segment->grow(grow);
+  }
+  if (status != kSuccess && active_runtime().is_out_of_memory(status)) {
+    last_oom_status_ = status;
+    return nullptr;
+  }
+  check_status(status, "vm_map");
+  stats_.num_device_alloc += 1;
+  update(stats_.reserved_bytes, pool, static_cast<int64_t>(grow));
+  if (was_empty) {
+    update(stats_.segment, pool, 1);
+  }
+  char* const address = segment->base() + offset;
+  if (recording_history()) {
+    record_trace(device_, {MemoryTraceEntry::Action::SegmentMap,
+                           reinterpret_cast<uintptr_t>(address), grow,
+                           stream.id(), 0, nullptr});
+  }
+  if (tail != nullptr && tail_free) {
+    pool_erase(tail);
+    tail->size += grow;
+    return tail;
+  }
+  Block* block = make_block(stream, grow, &pool, address);
+  block->expandable = segment;
+  if (tail != nullptr) {
+    tail->next = block;
+    block->prev = tail;
+  } else {
+    segment_heads_[reinterpret_cast<uintptr_t>(address)] = block;
+  }
+  return block;
+}
+
+void DeviceCachingAllocator::unmap_free_pages(Block* block) {
+  ExpandableSegment& segment = *block->expandable;
+  const size_t page = segment.page();
+  const size_t start = static_cast<char*>(block->ptr) - segment.base();
+  const size_t end = start + block->size;
+  const size_t first = (start + page - 1) / page * page;
+  const size_t last = end / page * page;
+  if (last <= first) {
+    return;
+  }
+  const size_t unmapped = segment.unmap(first, last - first);  // may throw
+  pool_erase(block);
+  Block* const prev = block->prev;
+  Block* const next = block->next;
+  Block* before = nullptr;
+  if (first > start) {
+    before = block;  // keeps its head entry, if it is one
+    before->size = first - start;
+    before->next = nullptr;
+  } else {
+    if (prev != nullptr) {
+      prev->next = nullptr;
+    } else {
+      segment_heads_.erase(reinterpret_cast<uintptr_t>(block->ptr));
+    }
+  }
+  Block* after = nullptr;
+  if (end > last) {
+    after = make_block(block->stream, end - last, block->pool,
+                       segment.base() + last);
+    after->expandable = &segment;
+    after->next = next;
+    if (next != nullptr) {
+      next->prev = after;
+    }
+    segment_heads_[reinterpret_cast<uintptr_t>(after->ptr)] = after;
+  } else if (next != nullptr) {
+    next->prev = nullptr;
+    segment_heads_[reinterpret_cast<uintptr_t>(next->ptr)] = next;
+  }
+  update(stats_.reserved_bytes, *block->pool, -static_cast<int64_t>(unmapped));
+  stats_.num_device_free += 1;
+  if (segment.mapped() == 0) {
+    update(stats_.segment, *block->pool, -1);
+  }
+  if (recording_history()) {
+    record_trace(device_, {MemoryTraceEntry::Action::SegmentUnmap,
+                           reinterpret_cast<uintptr_t>(segment.base() + first),
+                           unmapped, block->stream.id(), 0, nullptr});
+  }
+  if (before != nullptr) {
+    pool_insert(before);
+  } else {
+    recycle(block);
+  }
+  if (after != nullptr) {
+    pool_insert(after);
+  }
+}
+
 bool DeviceCachingAllocator::should_split(const Block* block,
                                           size_t size) const {
   const size_t remaining = block->size - size;
-  if (block->pool->is_small) {
+  // An expandable segment's remainder stays mapped at its end, where the
+  // next growth merges with it: split it off whatever its size (as CUDA).
+  if (block->pool->is_small || block->expandable != nullptr) {
     return remaining >= kMinBlockSize;
   }
   return size < max_split_size_ && remaining > kSmallSize;
@@ -243,6 +427,7 @@ bool DeviceCachingAllocator::should_split(const Block* block,
 void DeviceCachingAllocator::split(Block* block, size_t size) {
   Block* rest = make_block(block->stream, block->size - size, block->pool,
                            static_cast<char*>(block->ptr) + size);
+  rest->expandable = block->expandable;
   rest->prev = block;
   rest->next = block->next;
   if (rest->next != nullptr) {
@@ -467,15 +652,28 @@ void DeviceCachingAllocator::release_cached_blocks() {
   TORCH_BACKEND_CHECK(active_runtime().synchronize_device());
   for (BlockPool* pool : {&small_pool_, &large_pool_}) {
     std::vector<Block*> whole;
+    std::vector<Block*> expandable;
     for (Block* block : pool->blocks) {
-      if (!block->is_split()) {
+      if (block->expandable != nullptr) {
+        expandable.push_back(block);
+      } else if (!block->is_split()) {
         whole.push_back(block);
       }
     }
     for (Block* block : whole) {
       release_segment(block);
     }
+    for (Block* block : expandable) {
+      unmap_free_pages(block);
+    }
   }
+  // Ranges no longer grown and with nothing mapped go back too.
+  expandable_segments_.erase(
+      std::remove_if(expandable_segments_.begin(), expandable_segments_.end(),
+                     [](const auto& segment) {
+                       return !segment->growing && segment->mapped() == 0;
+                     }),
+      expandable_segments_.end());
 }
 
 void DeviceCachingAllocator::garbage_collect() {
@@ -494,7 +692,7 @@ void DeviceCachingAllocator::garbage_collect() {
   std::vector<Block*> candidates;
   for (Block* block : large_pool_.blocks) {
     block->gc_age += 1;
-    if (!block->is_split()) {
+    if (!block->is_split() || block->expandable != nullptr) {
       candidates.push_back(block);
     }
   }
@@ -506,7 +704,11 @@ void DeviceCachingAllocator::garbage_collect() {
     if (stats_.reserved_bytes[0].current <= limit) {
       break;
     }
-    release_segment(block);
+    if (block->expandable != nullptr) {
+      unmap_free_pages(block);
+    } else {
+      release_segment(block);
+    }
   }
 }
 
@@ -525,6 +727,13 @@ void DeviceCachingAllocator::set_memory_fraction(double fraction) {
 
 std::pair<void*, size_t> DeviceCachingAllocator::segment_of(
     const Block* block) {
+  // Inter-process handles name runtime allocations; pages mapped into a
+  // reserved range are none (CUDA needs fabric handles for it).
+  TORCH_CHECK_NOT_IMPLEMENTED(
+      block->expandable == nullptr, "'", c10::get_privateuse1_backend(),
+      "' cannot share memory of an expandable segment with other processes "
+      "(PYTORCH_ALLOC_CONF=expandable_segments:True); send CPU tensors, or "
+      "allocate without the setting");
   Lock lock(mutex_);  // neighbours split and merge under the lock
   const Block* first = block;
   while (first->prev != nullptr) {

@@ -4,6 +4,7 @@
 #include <array>
 #include <deque>
 #include <map>
+#include <memory>
 #include <memory_resource>
 #include <mutex>
 #include <unordered_map>
@@ -16,6 +17,7 @@
 #include <torch_backend/DeviceRuntime.h>
 
 #include "Block.h"
+#include "ExpandableSegment.h"
 
 namespace torch_backend::allocator {
 
@@ -50,6 +52,14 @@ class DeviceCachingAllocator {
   void recycle(Block* block);
   Block* take_free_block(BlockPool& pool, c10::Stream stream, size_t size);
   Block* new_segment(BlockPool& pool, c10::Stream stream, size_t size);
+  // new_segment with expandable segments: maps pages at the end of the
+  // stream's segment for the pool, merged with its free last block.
+  Block* grow_expandable(BlockPool& pool, c10::Stream stream, size_t size);
+  // The block that ends where `segment`'s mapped pages end, if any.
+  Block* last_block(const ExpandableSegment& segment);
+  // Gives the whole pages of a free expandable block back to the runtime;
+  // what is left of it at either end stays free.
+  void unmap_free_pages(Block* block);
   bool should_split(const Block* block, size_t size) const;
   void split(Block* block, size_t size);
   void free_block(Block* block);
@@ -78,6 +88,9 @@ class DeviceCachingAllocator {
 
   const c10::DeviceIndex device_;
   const size_t max_split_size_;  // PYTORCH_ALLOC_CONF, read once
+  // The runtime's page size when expandable segments are on, else 0.
+  size_t expandable_page_ = 0;
+  std::vector<std::unique_ptr<ExpandableSegment>> expandable_segments_;
   std::mutex mutex_;
   // Tree nodes of the free-block sets come from a pool, not from malloc: the
   // hot path inserts and erases one per allocation.

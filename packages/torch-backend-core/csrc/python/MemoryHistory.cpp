@@ -26,6 +26,10 @@ const char* action_name(MemoryTraceEntry::Action action) {
       return "segment_alloc";
     case MemoryTraceEntry::Action::SegmentFree:
       return "segment_free";
+    case MemoryTraceEntry::Action::SegmentMap:
+      return "segment_map";
+    case MemoryTraceEntry::Action::SegmentUnmap:
+      return "segment_unmap";
     case MemoryTraceEntry::Action::Oom:
       return "oom";
   }
@@ -152,7 +156,7 @@ py::dict snapshot() {
     out["stream"] = segment.stream;
     out["segment_type"] = segment.is_large ? "large" : "small";
     out["segment_pool_id"] = py::make_tuple(0, 0);
-    out["is_expandable"] = false;
+    out["is_expandable"] = segment.is_expandable;
     out["frames"] = py::list();
     out["blocks"] = std::move(blocks);
     segment_list.append(std::move(out));

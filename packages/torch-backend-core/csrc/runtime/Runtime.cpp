@@ -39,6 +39,18 @@ Status DeviceRuntime::ipc_open_handle(const IpcHandle&, void**) {
 
 Status DeviceRuntime::ipc_close_handle(void*) { return kNotSupported; }
 
+Status DeviceRuntime::vm_granularity(std::size_t*) { return kNotSupported; }
+Status DeviceRuntime::vm_reserve(void**, std::size_t) { return kNotSupported; }
+Status DeviceRuntime::vm_release(void*, std::size_t) { return kNotSupported; }
+Status DeviceRuntime::vm_create(PhysicalHandle*, std::size_t) {
+  return kNotSupported;
+}
+Status DeviceRuntime::vm_destroy(PhysicalHandle) { return kNotSupported; }
+Status DeviceRuntime::vm_map(void*, std::size_t, PhysicalHandle) {
+  return kNotSupported;
+}
+Status DeviceRuntime::vm_unmap(void*, std::size_t) { return kNotSupported; }
+
 namespace {
 
 std::atomic<DeviceRuntime*> g_active{nullptr};

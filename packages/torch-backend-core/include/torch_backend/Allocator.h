@@ -61,6 +61,9 @@ struct MemorySegmentInfo {
   size_t total_size = 0;
   int64_t stream = 0;
   bool is_large = false;
+  // The mapped run of an expandable segment (PYTORCH_ALLOC_CONF=
+  // expandable_segments:True), not one runtime allocation.
+  bool is_expandable = false;
   std::vector<MemoryBlockInfo> blocks;
 };
 
@@ -71,6 +74,8 @@ struct MemoryTraceEntry {
     FreeCompleted,
     SegmentAlloc,
     SegmentFree,
+    SegmentMap,  // pages mapped into an expandable segment
+    SegmentUnmap,
     Oom,
   };
   Action action = Action::Alloc;

@@ -40,7 +40,7 @@ namespace torch_backend {
 
 // Bumped whenever the layout of DeviceRuntime changes; core refuses a device
 // library built against a different version instead of crashing in it.
-constexpr int kDeviceRuntimeAbiVersion = 4;
+constexpr int kDeviceRuntimeAbiVersion = 5;
 
 using Status = int;
 constexpr Status kSuccess = 0;
@@ -52,6 +52,9 @@ constexpr Status kNotSupported = -0x7eadbeef;
 // stream (as in CUDA and ACL).
 using StreamHandle = void*;
 using EventHandle = void*;
+// A physical allocation of device memory, mappable into a reserved range
+// (CUmemGenericAllocationHandle, aclrtDrvMemHandle).
+using PhysicalHandle = void*;
 
 enum class CopyKind { HostToDevice, DeviceToHost, DeviceToDevice };
 
@@ -155,6 +158,29 @@ class TORCH_BACKEND_API DeviceRuntime {
   virtual Status ipc_get_handle(void* base, IpcHandle* handle);
   virtual Status ipc_open_handle(const IpcHandle& handle, void** ptr);
   virtual Status ipc_close_handle(void* ptr);
+
+  // Virtual memory, in the shape the CUDA driver (cuMemAddressReserve,
+  // cuMemCreate, cuMemMap + cuMemSetAccess) and ACL (aclrtReserveMemAddress,
+  // aclrtMallocPhysical, aclrtMapMem) share: core's caching allocator grows
+  // one address range per stream by mapping pages at its end, and unmaps
+  // free pages (PYTORCH_ALLOC_CONF=expandable_segments:True). All on the
+  // current device. Default: kNotSupported, and core then warns once and
+  // keeps ordinary segments, as PyTorch does where CUDA's driver lacks it.
+  // *bytes = the size that reservations, physical allocations and mappings
+  // are multiples of.
+  virtual Status vm_granularity(std::size_t* bytes);
+  // Reserves `bytes` of address space, mapped to nothing.
+  virtual Status vm_reserve(void** base, std::size_t bytes);
+  virtual Status vm_release(void* base, std::size_t bytes);
+  // Physical memory of `bytes`; an out-of-memory status as malloc's.
+  virtual Status vm_create(PhysicalHandle* handle, std::size_t bytes);
+  virtual Status vm_destroy(PhysicalHandle handle);
+  // Maps all of `handle` (`bytes`) at `address` inside a reserved range,
+  // readable and writable by the device; unmap returns the range to
+  // reserved. Core unmaps only after the device finished with the memory.
+  virtual Status vm_map(void* address, std::size_t bytes,
+                        PhysicalHandle handle);
+  virtual Status vm_unmap(void* address, std::size_t bytes);
 
   // --- errors and capabilities ----------------------------------------------
   virtual std::string error_text(Status status) = 0;
