@@ -31,6 +31,19 @@ aclrtMemcpyKind to_acl(CopyKind kind) {
   return ACL_MEMCPY_DEVICE_TO_DEVICE;
 }
 
+// Device memory of the current device, in huge pages.
+aclrtPhysicalMemProp physical_memory() {
+  int32_t device = 0;
+  (void)aclrtGetDevice(&device);
+  aclrtPhysicalMemProp prop{};
+  prop.handleType = ACL_MEM_HANDLE_TYPE_NONE;
+  prop.allocationType = ACL_MEM_ALLOCATION_TYPE_PINNED;
+  prop.memAttr = ACL_HBM_MEM_HUGE;
+  prop.location.type = ACL_MEM_LOCATION_TYPE_DEVICE;
+  prop.location.id = static_cast<uint32_t>(device);
+  return prop;
+}
+
 class NpuRuntime final : public torch_backend::DeviceRuntime {
  public:
   NpuRuntime() {
@@ -93,6 +106,34 @@ class NpuRuntime final : public torch_backend::DeviceRuntime {
     return aclrtMallocHost(ptr, bytes);
   }
   Status host_free(void* ptr) override { return aclrtFreeHost(ptr); }
+
+  // Virtual memory (expandable segments): ACL's, one call each.
+  Status vm_granularity(std::size_t* bytes) override {
+    aclrtPhysicalMemProp prop = physical_memory();
+    return aclrtMemGetAllocationGranularity(
+        &prop, ACL_RT_MEM_ALLOC_GRANULARITY_RECOMMENDED, bytes);
+  }
+  Status vm_reserve(void** base, std::size_t bytes) override {
+    return aclrtReserveMemAddress(base, bytes, 0, nullptr, 0);
+  }
+  Status vm_release(void* base, std::size_t /*bytes*/) override {
+    return aclrtReleaseMemAddress(base);
+  }
+  Status vm_create(torch_backend::PhysicalHandle* handle,
+                   std::size_t bytes) override {
+    const aclrtPhysicalMemProp prop = physical_memory();
+    return aclrtMallocPhysical(handle, bytes, &prop, 0);
+  }
+  Status vm_destroy(torch_backend::PhysicalHandle handle) override {
+    return aclrtFreePhysical(handle);
+  }
+  Status vm_map(void* address, std::size_t bytes,
+                torch_backend::PhysicalHandle handle) override {
+    return aclrtMapMem(address, bytes, 0, handle, 0);
+  }
+  Status vm_unmap(void* address, std::size_t /*bytes*/) override {
+    return aclrtUnmapMem(address);
+  }
 
   // Ordered after all work on the device, as core requires.
   Status memcpy(void* dst, const void* src, std::size_t bytes,

@@ -13,8 +13,12 @@
 // As in CANN: aclInit comes first (else ACL_ERROR_UNINITIALIZE), the current
 // device is per thread and unset until aclrtSetDevice
 // (ACL_ERROR_RT_CONTEXT_NULL), each stream runs its work in order on its own
-// thread, and a failed kernel surfaces at the next synchronisation of its
-// stream.
+// thread, a failed kernel surfaces at the next synchronisation of its
+// stream, and virtual memory is reserved ranges into which physical
+// allocations (2 MiB pages, counted against the device's memory) are mapped.
+#include <sys/mman.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -156,6 +160,10 @@ struct Event {
 struct Device {
   std::mutex mutex;
   std::map<std::uintptr_t, std::size_t> allocations;  // device address -> size
+  // Virtual memory: reserved ranges and the pages mapped into them (device
+  // address -> size); host_address accepts a range of contiguous pages.
+  std::map<std::uintptr_t, std::size_t> reservations;
+  std::map<std::uintptr_t, std::size_t> mapped;
   std::size_t used = 0;
   Stream* default_stream = nullptr;  // created with the first aclrtSetDevice
   std::set<Stream*> streams;
@@ -171,7 +179,16 @@ struct State {
   std::map<std::string, std::uint64_t> fail_at;  // call -> the failing call
   std::map<std::string, std::uint64_t> calls;
   std::set<void*> host_allocations;
+  std::set<void*> physical;  // live aclrtMallocPhysical handles
 };
+
+// A physical allocation: a memory file, mapped where aclrtMapMem puts it.
+struct Physical {
+  int device = 0;
+  std::size_t bytes = 0;
+  int fd = -1;
+};
+constexpr std::size_t kPageSize = std::size_t{2} << 20;  // huge pages
 
 // Leaked: memory may be freed until the process ends.
 State& state() {
@@ -272,8 +289,21 @@ void* host_address(const void* device_ptr, std::size_t bytes,
   const auto address = reinterpret_cast<std::uintptr_t>(device_ptr);
   const std::lock_guard<std::mutex> lock(device.mutex);
   auto it = device.allocations.upper_bound(address);
-  if (it == device.allocations.begin() ||
-      address + bytes > std::prev(it)->first + std::prev(it)->second) {
+  // Or pages mapped into a reserved range, one after another.
+  auto in_mapped_pages = [&] {
+    for (std::uintptr_t at = address; at < address + bytes;) {
+      auto page = device.mapped.upper_bound(at);
+      if (page == device.mapped.begin() ||
+          at >= std::prev(page)->first + std::prev(page)->second) {
+        return false;
+      }
+      at = std::prev(page)->first + std::prev(page)->second;
+    }
+    return !device.mapped.empty();
+  };
+  if ((it == device.allocations.begin() ||
+       address + bytes > std::prev(it)->first + std::prev(it)->second) &&
+      !in_mapped_pages()) {
     fail(ACL_ERROR_RT_PARAM_INVALID,
          std::string(call) + ": " + std::to_string(bytes) +
              " bytes at this device address are not inside one allocation");
@@ -484,6 +514,199 @@ aclError aclrtFree(void* devPtr) {
     device.allocations.erase(it);
   }
   std::free(reinterpret_cast<void*>(address & kAddressMask));
+  return ACL_SUCCESS;
+}
+
+aclError aclrtMemGetAllocationGranularity(aclrtPhysicalMemProp* prop,
+                                          aclrtMemGranularityOptions,
+                                          size_t* granularity) {
+  if (!initialized()) {
+    return fail(ACL_ERROR_UNINITIALIZE,
+                "aclrtMemGetAllocationGranularity: aclInit has not been called");
+  }
+  if (prop == nullptr || granularity == nullptr) {
+    return fail(ACL_ERROR_INVALID_PARAM,
+                "aclrtMemGetAllocationGranularity: null argument");
+  }
+  *granularity = kPageSize;
+  return ACL_SUCCESS;
+}
+
+aclError aclrtReserveMemAddress(void** virPtr, size_t size, size_t,
+                                void* /*expectPtr*/, uint64_t) {
+  int index = 0;
+  if (const aclError status = device_of_thread("aclrtReserveMemAddress", &index)) {
+    return status;
+  }
+  if (virPtr == nullptr || size == 0 || size % kPageSize != 0) {
+    return fail(ACL_ERROR_INVALID_PARAM,
+                "aclrtReserveMemAddress: size must be a non-zero multiple of "
+                "the granularity");
+  }
+  void* host = mmap(nullptr, size, PROT_NONE,
+                    MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (host == MAP_FAILED) {
+    return fail(ACL_ERROR_RT_MEMORY_ALLOCATION,
+                "aclrtReserveMemAddress: no address space left");
+  }
+  const std::uintptr_t address =
+      reinterpret_cast<std::uintptr_t>(host) |
+      ((kTagBit | static_cast<std::uint64_t>(index)) << kTagShift);
+  Device& device = state().devices[index];
+  const std::lock_guard<std::mutex> lock(device.mutex);
+  device.reservations.emplace(address, size);
+  *virPtr = reinterpret_cast<void*>(address);
+  return ACL_SUCCESS;
+}
+
+aclError aclrtReleaseMemAddress(void* virPtr) {
+  if (!is_device_address(virPtr) ||
+      device_of_address(virPtr) >= state().device_count) {
+    return fail(ACL_ERROR_INVALID_PARAM,
+                "aclrtReleaseMemAddress: not a device address");
+  }
+  Device& device = state().devices[device_of_address(virPtr)];
+  const auto address = reinterpret_cast<std::uintptr_t>(virPtr);
+  const std::lock_guard<std::mutex> lock(device.mutex);
+  auto range = device.reservations.find(address);
+  if (range == device.reservations.end()) {
+    return fail(ACL_ERROR_INVALID_PARAM,
+                "aclrtReleaseMemAddress: not a reserved range");
+  }
+  auto page = device.mapped.lower_bound(address);
+  if (page != device.mapped.end() && page->first < address + range->second) {
+    return fail(ACL_ERROR_INVALID_PARAM,
+                "aclrtReleaseMemAddress: the range still has mapped memory");
+  }
+  munmap(reinterpret_cast<void*>(address & kAddressMask), range->second);
+  device.reservations.erase(range);
+  return ACL_SUCCESS;
+}
+
+aclError aclrtMallocPhysical(aclrtDrvMemHandle* handle, size_t size,
+                             const aclrtPhysicalMemProp* prop, uint64_t) {
+  State& s = state();
+  if (!initialized()) {
+    return fail(ACL_ERROR_UNINITIALIZE,
+                "aclrtMallocPhysical: aclInit has not been called");
+  }
+  if (handle == nullptr || prop == nullptr || size == 0 ||
+      size % kPageSize != 0 ||
+      prop->location.type != ACL_MEM_LOCATION_TYPE_DEVICE ||
+      prop->location.id >= static_cast<uint32_t>(s.device_count)) {
+    return fail(ACL_ERROR_INVALID_PARAM,
+                "aclrtMallocPhysical: bad size or memory properties");
+  }
+  if (injected_fault("aclrtMallocPhysical")) {
+    return ACL_ERROR_RT_INTERNAL_ERROR;
+  }
+  const int index = static_cast<int>(prop->location.id);
+  Device& device = s.devices[index];
+  {
+    const std::lock_guard<std::mutex> lock(device.mutex);
+    if (device.used + size > s.capacity) {
+      return fail(ACL_ERROR_RT_MEMORY_ALLOCATION,
+                  "aclrtMallocPhysical: out of memory on device " +
+                      std::to_string(index) + ": requested " +
+                      std::to_string(size) + " bytes, " +
+                      std::to_string(device.used) + " of " +
+                      std::to_string(s.capacity) + " in use");
+    }
+    device.used += size;
+  }
+  const int fd = memfd_create("acl_emulator_physical", MFD_CLOEXEC);
+  if (fd < 0 || ftruncate(fd, static_cast<off_t>(size)) != 0) {
+    if (fd >= 0) {
+      close(fd);
+    }
+    const std::lock_guard<std::mutex> lock(device.mutex);
+    device.used -= size;
+    return fail(ACL_ERROR_RT_MEMORY_ALLOCATION,
+                "aclrtMallocPhysical: host memory exhausted");
+  }
+  auto* physical = new Physical{index, size, fd};
+  {
+    const std::lock_guard<std::mutex> lock(s.mutex);
+    s.physical.insert(physical);
+  }
+  *handle = physical;
+  return ACL_SUCCESS;
+}
+
+aclError aclrtFreePhysical(aclrtDrvMemHandle handle) {
+  State& s = state();
+  auto* physical = static_cast<Physical*>(handle);
+  {
+    const std::lock_guard<std::mutex> lock(s.mutex);
+    if (s.physical.erase(physical) == 0) {
+      return fail(ACL_ERROR_INVALID_PARAM,
+                  "aclrtFreePhysical: not a live physical allocation");
+    }
+  }
+  Device& device = s.devices[physical->device];
+  {
+    const std::lock_guard<std::mutex> lock(device.mutex);
+    device.used -= physical->bytes;
+  }
+  close(physical->fd);
+  delete physical;
+  return ACL_SUCCESS;
+}
+
+aclError aclrtMapMem(void* virPtr, size_t size, size_t offset,
+                     aclrtDrvMemHandle handle, uint64_t) {
+  State& s = state();
+  auto* physical = static_cast<Physical*>(handle);
+  {
+    const std::lock_guard<std::mutex> lock(s.mutex);
+    if (s.physical.count(physical) == 0) {
+      return fail(ACL_ERROR_INVALID_PARAM,
+                  "aclrtMapMem: not a live physical allocation");
+    }
+  }
+  if (!is_device_address(virPtr) ||
+      device_of_address(virPtr) != physical->device || offset != 0 ||
+      size != physical->bytes) {
+    return fail(ACL_ERROR_INVALID_PARAM,
+                "aclrtMapMem: the address, size or offset does not match the "
+                "physical allocation");
+  }
+  Device& device = s.devices[physical->device];
+  const auto address = reinterpret_cast<std::uintptr_t>(virPtr);
+  const std::lock_guard<std::mutex> lock(device.mutex);
+  auto range = device.reservations.upper_bound(address);
+  if (range == device.reservations.begin() ||
+      address + size > std::prev(range)->first + std::prev(range)->second) {
+    return fail(ACL_ERROR_INVALID_PARAM,
+                "aclrtMapMem: not inside a reserved range");
+  }
+  void* host = reinterpret_cast<void*>(address & kAddressMask);
+  if (mmap(host, size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED,
+           physical->fd, 0) != host) {
+    return fail(ACL_ERROR_RT_MEMORY_ALLOCATION, "aclrtMapMem: mmap failed");
+  }
+  device.mapped[address] = size;
+  return ACL_SUCCESS;
+}
+
+aclError aclrtUnmapMem(void* virPtr) {
+  if (!is_device_address(virPtr) ||
+      device_of_address(virPtr) >= state().device_count) {
+    return fail(ACL_ERROR_INVALID_PARAM, "aclrtUnmapMem: not a device address");
+  }
+  Device& device = state().devices[device_of_address(virPtr)];
+  const auto address = reinterpret_cast<std::uintptr_t>(virPtr);
+  const std::lock_guard<std::mutex> lock(device.mutex);
+  auto page = device.mapped.find(address);
+  if (page == device.mapped.end()) {
+    return fail(ACL_ERROR_INVALID_PARAM,
+                "aclrtUnmapMem: nothing is mapped at this address");
+  }
+  // Back to reserved: inaccessible, holding no memory.
+  void* host = reinterpret_cast<void*>(address & kAddressMask);
+  mmap(host, page->second, PROT_NONE,
+       MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED | MAP_NORESERVE, -1, 0);
+  device.mapped.erase(page);
   return ACL_SUCCESS;
 }
 

@@ -35,7 +35,46 @@ typedef enum aclrtMemcpyKind {
 typedef enum aclrtMemAttr {
   ACL_DDR_MEM,
   ACL_HBM_MEM,
+  ACL_DDR_MEM_HUGE,
+  ACL_DDR_MEM_NORMAL,
+  ACL_HBM_MEM_HUGE,
+  ACL_HBM_MEM_NORMAL,
 } aclrtMemAttr;
+
+// Virtual memory management: reserved address ranges, physical allocations
+// and their mappings.
+typedef void* aclrtDrvMemHandle;
+
+typedef enum aclrtMemHandleType {
+  ACL_MEM_HANDLE_TYPE_NONE = 0,
+} aclrtMemHandleType;
+
+typedef enum aclrtMemAllocationType {
+  ACL_MEM_ALLOCATION_TYPE_PINNED = 0,
+} aclrtMemAllocationType;
+
+typedef enum aclrtMemLocationType {
+  ACL_MEM_LOCATION_TYPE_HOST = 0,
+  ACL_MEM_LOCATION_TYPE_DEVICE,
+} aclrtMemLocationType;
+
+typedef struct aclrtMemLocation {
+  uint32_t id;
+  aclrtMemLocationType type;
+} aclrtMemLocation;
+
+typedef struct aclrtPhysicalMemProp {
+  aclrtMemHandleType handleType;
+  aclrtMemAllocationType allocationType;
+  aclrtMemAttr memAttr;
+  aclrtMemLocation location;
+  uint64_t reserve;
+} aclrtPhysicalMemProp;
+
+typedef enum aclrtMemGranularityOptions {
+  ACL_RT_MEM_ALLOC_GRANULARITY_MINIMUM,
+  ACL_RT_MEM_ALLOC_GRANULARITY_RECOMMENDED,
+} aclrtMemGranularityOptions;
 
 typedef enum aclrtStreamStatus {
   ACL_STREAM_STATUS_COMPLETE = 0,
@@ -59,6 +98,23 @@ ACL_FUNC_VISIBILITY aclError aclrtGetMemInfo(aclrtMemAttr attr, size_t* free,
 ACL_FUNC_VISIBILITY aclError aclrtMalloc(void** devPtr, size_t size,
                                          aclrtMemMallocPolicy policy);
 ACL_FUNC_VISIBILITY aclError aclrtFree(void* devPtr);
+ACL_FUNC_VISIBILITY aclError aclrtMemGetAllocationGranularity(
+    aclrtPhysicalMemProp* prop, aclrtMemGranularityOptions option,
+    size_t* granularity);
+ACL_FUNC_VISIBILITY aclError aclrtReserveMemAddress(void** virPtr, size_t size,
+                                                    size_t alignment,
+                                                    void* expectPtr,
+                                                    uint64_t flags);
+ACL_FUNC_VISIBILITY aclError aclrtReleaseMemAddress(void* virPtr);
+ACL_FUNC_VISIBILITY aclError aclrtMallocPhysical(
+    aclrtDrvMemHandle* handle, size_t size, const aclrtPhysicalMemProp* prop,
+    uint64_t flags);
+ACL_FUNC_VISIBILITY aclError aclrtFreePhysical(aclrtDrvMemHandle handle);
+ACL_FUNC_VISIBILITY aclError aclrtMapMem(void* virPtr, size_t size,
+                                         size_t offset,
+                                         aclrtDrvMemHandle handle,
+                                         uint64_t flags);
+ACL_FUNC_VISIBILITY aclError aclrtUnmapMem(void* virPtr);
 ACL_FUNC_VISIBILITY aclError aclrtMallocHost(void** hostPtr, size_t size);
 ACL_FUNC_VISIBILITY aclError aclrtFreeHost(void* hostPtr);
 ACL_FUNC_VISIBILITY aclError aclrtMemcpy(void* dst, size_t destMax,
