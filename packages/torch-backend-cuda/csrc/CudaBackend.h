@@ -1,7 +1,8 @@
 // What the gpu backend's files share: the kernels CudaKernels.cu defines for
-// the others, and status codes beyond the CUDA runtime's own (cuBLAS
-// statuses are returned offset by kCublasStatusBase, so that core's error
-// messages, DeviceRuntime::error_text, can tell them apart).
+// the others, the driver's virtual memory calls, and status codes beyond the
+// CUDA runtime's own (cuBLAS and driver statuses are returned offset, so
+// that core's error messages, DeviceRuntime::error_text, can tell them
+// apart).
 #pragma once
 
 #include <string>
@@ -17,6 +18,25 @@ inline bool is_cublas_status(int status) {
 }
 // "CUBLAS_STATUS_...: description" of a status offset by kCublasStatusBase.
 std::string cublas_status_text(int status);
+
+// CUDA driver statuses (CUresult), offset likewise.
+constexpr int kDriverStatusBase = 0x20000;
+
+inline bool is_driver_status(int status) {
+  return status > kDriverStatusBase && status < kDriverStatusBase + 0x1000;
+}
+// "CUDA_ERROR_...: description" of a status offset by kDriverStatusBase.
+std::string driver_status_text(int status);
+
+// Virtual memory on the CUDA driver (CudaVirtualMemory.cpp), as
+// DeviceRuntime's vm_* calls: kNotSupported where the driver is missing.
+torch_backend::Status vm_granularity(std::size_t* bytes);
+torch_backend::Status vm_reserve(void** base, std::size_t bytes);
+torch_backend::Status vm_release(void* base, std::size_t bytes);
+torch_backend::Status vm_create(void** handle, std::size_t bytes);
+torch_backend::Status vm_destroy(void* handle);
+torch_backend::Status vm_map(void* address, std::size_t bytes, void* handle);
+torch_backend::Status vm_unmap(void* address, std::size_t bytes);
 
 // Devices CUDA_VISIBLE_DEVICES leaves of `physical` ones (visible == nullptr:
 // unset), as CUDA reads the list; -1 where only CUDA can tell (GPU UUIDs).

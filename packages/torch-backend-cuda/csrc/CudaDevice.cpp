@@ -95,6 +95,31 @@ class CudaRuntime final : public torch_backend::DeviceRuntime {
   }
   Status host_free(void* ptr) override { return cudaFreeHost(ptr); }
 
+  // Expandable segments: the driver's virtual memory calls.
+  Status vm_granularity(std::size_t* bytes) override {
+    return gpu::vm_granularity(bytes);
+  }
+  Status vm_reserve(void** base, std::size_t bytes) override {
+    return gpu::vm_reserve(base, bytes);
+  }
+  Status vm_release(void* base, std::size_t bytes) override {
+    return gpu::vm_release(base, bytes);
+  }
+  Status vm_create(torch_backend::PhysicalHandle* handle,
+                   std::size_t bytes) override {
+    return gpu::vm_create(handle, bytes);
+  }
+  Status vm_destroy(torch_backend::PhysicalHandle handle) override {
+    return gpu::vm_destroy(handle);
+  }
+  Status vm_map(void* address, std::size_t bytes,
+                torch_backend::PhysicalHandle handle) override {
+    return gpu::vm_map(address, bytes, handle);
+  }
+  Status vm_unmap(void* address, std::size_t bytes) override {
+    return gpu::vm_unmap(address, bytes);
+  }
+
   // Ordered after all work on the device, non-blocking streams included.
   Status memcpy(void* dst, const void* src, std::size_t bytes,
                 CopyKind kind) override {
@@ -164,6 +189,9 @@ class CudaRuntime final : public torch_backend::DeviceRuntime {
   std::string error_text(Status status) override {
     if (gpu::is_cublas_status(status)) {
       return gpu::cublas_status_text(status);
+    }
+    if (gpu::is_driver_status(status)) {
+      return gpu::driver_status_text(status);
     }
     return std::string(cudaGetErrorName(static_cast<cudaError_t>(status))) +
            ": " + cudaGetErrorString(static_cast<cudaError_t>(status));
