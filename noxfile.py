@@ -144,13 +144,25 @@ def built_env_session(name: str, **kwargs: object) -> Callable:
     return decorate
 
 
-def run_conformance_kit(session: nox.Session, run: Callable, backend: str, env: dict[str, str]) -> None:
-    """Core's conformance kit against the backend, with the known failures its package keeps (else core's list)."""
+#: The kit's tests that run a second time with expandable segments on (their allocator paths differ).
+EXPANDABLE_KIT = {"PYTORCH_ALLOC_CONF": "expandable_segments:True"}
+
+
+def run_conformance_kit(
+    session: nox.Session, run: Callable, backend: str, env: dict[str, str], *, expandable: str | None = None
+) -> None:
+    """Core's conformance kit against the backend, with the known failures its package keeps (else core's list);
+    then, where `expandable` names them (a `-k` expression), those tests again with expandable segments on."""
     known = PACKAGES / BACKENDS[backend] / "tests" / "known_failures.json"
     args = ["--known-failures", str(known)] if known.is_file() else []
     # A `-k` filter may select nothing of the kit (pytest's status 5): fine then, not otherwise.
     codes = [0, 5] if session.posargs else [0]
     run("python", "-m", "torch_backend.testing", backend, *args, *session.posargs, env=env, success_codes=codes)
+    if expandable and not session.posargs:
+        run(
+            "python", "-m", "torch_backend.testing", backend, *args, "-k", expandable,
+            env={**env, **EXPANDABLE_KIT},
+        )  # fmt: skip
 
 
 def session_run(session: nox.Session) -> Callable:
@@ -213,7 +225,7 @@ def tests_fake(session: nox.Session, run: Callable) -> None:
         "--ignore", str(FAKE_TESTS / "test_kernels.py"), "--ignore", str(FAKE_TESTS / "test_process_exit.py"),
         *session.posargs, env=env,
     )  # fmt: skip
-    run_conformance_kit(session, run, "fake", env)
+    run_conformance_kit(session, run, "fake", env, expandable="test_memory or test_mutation")
 
 
 @nox.session(tags=["ci"], allow_parallel=True)
@@ -231,7 +243,7 @@ def tests_fake_discrete(session: nox.Session, run: Callable) -> None:
     discrete: the paths npu and gpu take. `-- <pytest args>` pass through to both."""
     env = {"TORCH_BACKEND": "fake", **DISCRETE}
     run("pytest", str(FAKE_TESTS), "--ignore", str(FAKE_TESTS / "test_process_exit.py"), *session.posargs, env=env)
-    run_conformance_kit(session, run, "fake", env)
+    run_conformance_kit(session, run, "fake", env, expandable="test_memory")
 
 
 @built_env_session("tests-npu", tags=["ci", "tests"])
@@ -242,7 +254,7 @@ def tests_npu(session: nox.Session, run: Callable) -> None:
     """
     env = {"TORCH_BACKEND": "npu", "ASCEND_HOME_PATH": str(ACL_HOME)}
     run("pytest", str(PACKAGES / BACKENDS["npu"] / "tests"), *session.posargs, env=env)
-    run_conformance_kit(session, run, "npu", env)
+    run_conformance_kit(session, run, "npu", env, expandable="test_memory")
     run("python", "-m", "torch_backend.testing.opinfo", "--known", env=env)
 
 
@@ -253,6 +265,7 @@ def bench_smoke(session: nox.Session, run: Callable) -> None:
     out = ROOT / "build"
     run("python", "-m", "torch_backend.bench", "--quick", "--json", str(out / "bench-smoke.json"), env=env)
     run("python", "-m", "torch_backend.bench.allreduce", "--quick", env=env)
+    run("python", "-m", "torch_backend.bench.fragmentation", "--limit-mib", "320", env=env)
     for quick in ("separate", "compile"):
         json_out = str(out / f"bench-{quick}-smoke.json")
         run("python", "-m", f"torch_backend.bench.{quick}", "--quick", "--json", json_out, env=env)

@@ -1,11 +1,11 @@
 """Core's caching allocator seen from Python: statistics, cache, limits, torch.accelerator."""
 
-import json
 import pickle
 
 import pytest
 import torch
 
+from torch_backend.bench import fragmentation
 from torch_backend.testing import run_python
 from torch_backend.testing.conformance._support import DEVICE, dev, needs_stream_sleep, on
 
@@ -246,58 +246,15 @@ def test_memory_summary_reports_what_the_allocator_holds() -> None:
     del x
 
 
-# Variable-length training in miniature: each step's activations take a size of their own, and a
-# cache entry from every step outlives it for a while. Freed activations leave holes that cache
-# entries split and pin, so ordinary segments fill the memory limit with "reserved but unallocated"
-# memory; expandable segments give the free pages back and map them where they are needed.
-FRAGMENTING = """
-import json, random, sys, torch
-from torch_backend.testing import device_module, device_type
-dev, device = device_module(), device_type()
-MiB = 1 << 20
-limit = int(sys.argv[1]) * MiB
-dev.set_per_process_memory_fraction(limit / dev.get_device_properties(0).total_memory)
-dev.reset_peak_memory_stats()
-rng = random.Random(0)
-window, oom = [], None
-try:
-    for step in range(200):
-        x = torch.empty(rng.randint(8 * MiB, 128 * MiB) // 4, device=device)
-        window.append(torch.full((rng.randint(3 * MiB // 2, 6 * MiB) // 4,), float(step), device=device))
-        del x
-        if len(window) > 16:
-            window.pop(0)
-    # The memory the cache entries live in was never unmapped under them.
-    assert all(bool((t == t[0]).all()) for t in window) and float(window[-1][0]) == 199.0
-except torch.OutOfMemoryError as error:
-    oom = str(error)
-stats = dev.memory_stats()
-segments = dev.memory._snapshot()["segments"]
-del window
-dev.empty_cache()
-print(json.dumps({
-    "oom": oom,
-    "peak_reserved": stats["reserved_bytes.all.peak"],
-    "peak_allocated": stats["allocated_bytes.all.peak"],
-    "expandable": sorted({s["is_expandable"] for s in segments}),
-    "reserved_after_empty_cache": dev.memory_reserved(),
-}))
-"""
-
-
-def fragmenting_run(limit_mib: int, expandable: bool) -> dict:
-    setting = f"expandable_segments:{expandable}"
-    out = run_python(FRAGMENTING.replace("sys.argv[1]", str(limit_mib)), timeout=300, PYTORCH_ALLOC_CONF=setting)
-    if expandable and "has no virtual memory calls" in out.stderr:
-        pytest.skip(f"{DEVICE}'s runtime has no virtual memory calls (DeviceRuntime::vm_*): no expandable segments")
-    return json.loads(out.stdout.strip().splitlines()[-1])
-
-
 def test_expandable_segments_survive_fragmentation_that_ordinary_segments_do_not():
-    limit = 320  # MiB: the workload needs about 200 MiB at once, ordinary segments 370 MiB
-    ordinary = fragmenting_run(limit, expandable=False)
+    # The workload (torch_backend.bench.fragmentation) needs about 200 MiB at once; ordinary segments
+    # fill 370 MiB with holes, expandable ones give the holes' pages back.
+    limit = 320
+    ordinary = fragmentation.run(expandable=False, limit_mib=limit)
     assert ordinary["oom"] is not None and "reserved by PyTorch but unallocated" in ordinary["oom"], ordinary
-    expandable = fragmenting_run(limit, expandable=True)
+    expandable = fragmentation.run(expandable=True, limit_mib=limit)
+    if not expandable["supported"]:
+        pytest.skip(f"{DEVICE}'s runtime has no virtual memory calls (DeviceRuntime::vm_*): no expandable segments")
     assert expandable["oom"] is None, expandable
     assert expandable["expandable"] == [True], expandable
     assert expandable["peak_allocated"] <= expandable["peak_reserved"] <= limit << 20, expandable
