@@ -521,8 +521,9 @@ aclError aclrtMemGetAllocationGranularity(aclrtPhysicalMemProp* prop,
                                           aclrtMemGranularityOptions,
                                           size_t* granularity) {
   if (!initialized()) {
-    return fail(ACL_ERROR_UNINITIALIZE,
-                "aclrtMemGetAllocationGranularity: aclInit has not been called");
+    return fail(
+        ACL_ERROR_UNINITIALIZE,
+        "aclrtMemGetAllocationGranularity: aclInit has not been called");
   }
   if (prop == nullptr || granularity == nullptr) {
     return fail(ACL_ERROR_INVALID_PARAM,
@@ -535,7 +536,8 @@ aclError aclrtMemGetAllocationGranularity(aclrtPhysicalMemProp* prop,
 aclError aclrtReserveMemAddress(void** virPtr, size_t size, size_t,
                                 void* /*expectPtr*/, uint64_t) {
   int index = 0;
-  if (const aclError status = device_of_thread("aclrtReserveMemAddress", &index)) {
+  if (const aclError status =
+          device_of_thread("aclrtReserveMemAddress", &index)) {
     return status;
   }
   if (virPtr == nullptr || size == 0 || size % kPageSize != 0) {

@@ -106,9 +106,9 @@ ACL_FUNC_VISIBILITY aclError aclrtReserveMemAddress(void** virPtr, size_t size,
                                                     void* expectPtr,
                                                     uint64_t flags);
 ACL_FUNC_VISIBILITY aclError aclrtReleaseMemAddress(void* virPtr);
-ACL_FUNC_VISIBILITY aclError aclrtMallocPhysical(
-    aclrtDrvMemHandle* handle, size_t size, const aclrtPhysicalMemProp* prop,
-    uint64_t flags);
+ACL_FUNC_VISIBILITY aclError
+aclrtMallocPhysical(aclrtDrvMemHandle* handle, size_t size,
+                    const aclrtPhysicalMemProp* prop, uint64_t flags);
 ACL_FUNC_VISIBILITY aclError aclrtFreePhysical(aclrtDrvMemHandle handle);
 ACL_FUNC_VISIBILITY aclError aclrtMapMem(void* virPtr, size_t size,
                                          size_t offset,
