@@ -87,6 +87,10 @@ class Stream {
   explicit Stream(int device);
 
   void enqueue(std::function<void()> work) { push({std::move(work), false}); }
+  // Runs a kernel on the calling thread if the stream has nothing queued or
+  // running (TORCH_BACKEND_FAKE_INLINE_KERNELS=1); false: enqueue it. Work
+  // enqueued meanwhile by other threads waits behind it, in stream order.
+  bool try_run_inline(const std::function<void()>& work);
   // Runs `signal` once all earlier work is done *and counted*, so that a
   // thread woken by it already sees the stream idle (event semantics).
   void enqueue_marker(std::function<void()> signal) {
@@ -154,6 +158,10 @@ class Machine {
   int device_count() const { return device_count_; }
   std::size_t capacity() const { return capacity_; }
   bool discrete() const { return discrete_; }
+  // Device kernels run on the calling thread when their stream is idle:
+  // what is left of an op's time is core's host cost, without the handoff
+  // to a stream's worker (the benchmarks' measure of it).
+  bool inline_kernels() const { return inline_kernels_; }
   bool ipc() const { return ipc_; }
 
   // --- memory: a shared-memory file per allocation -------------------------
@@ -209,6 +217,7 @@ class Machine {
   const int device_count_;
   const std::size_t capacity_;
   const bool discrete_;
+  const bool inline_kernels_;
   const bool ipc_;
   std::mutex mutex_;
   std::vector<std::size_t> used_;

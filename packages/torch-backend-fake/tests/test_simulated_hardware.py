@@ -92,3 +92,33 @@ def test_one_liner_picks_fake_with_no_setting():
     code = "import torch; x = torch.randn(4, device='fake'); print((x * 2 + 1).cpu())"
     out = run(code, TORCH_BACKEND="")  # chosen by priority: the only available backend here
     assert out.stdout.startswith("tensor([") and out.stderr == ""
+
+
+INLINE_KERNELS = """
+import threading, torch
+x = torch.arange(16.0, device="fake")
+# An idle stream: the kernel runs on this thread, at once.
+torch.testing.assert_close((x * 2 + 1).relu().cpu(), (torch.arange(16.0) * 2 + 1).relu())
+# A busy stream: the kernel is queued behind the copy that writes its input, never run ahead of it.
+y = torch.zeros(16, device="fake")
+ones = torch.ones(16).pin_memory()
+torch.fake._sleep(200_000)
+y.copy_(ones, non_blocking=True)
+z = y * 3
+torch.testing.assert_close(z.cpu(), torch.full((16,), 3.0))
+# Threads issuing kernels to one stream at once: each result is right.
+def work(k):
+    for _ in range(200):
+        r = (x + k).mul(2)
+        assert torch.equal(r.cpu(), (torch.arange(16.0) + k) * 2), k
+threads = [threading.Thread(target=work, args=(k,)) for k in range(4)]
+for t in threads: t.start()
+for t in threads: t.join()
+torch.fake.synchronize()
+print("ok")
+"""
+
+
+def test_inline_kernels_keep_stream_order_and_results():
+    out = run(INLINE_KERNELS, TORCH_BACKEND_FAKE_KERNELS="1", TORCH_BACKEND_FAKE_INLINE_KERNELS="1")
+    assert out.stdout.strip() == "ok", out.stderr

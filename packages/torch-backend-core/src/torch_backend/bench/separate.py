@@ -70,6 +70,52 @@ def transformer_step(device: torch.device) -> Step:
     return _train_step(model, torch.randn(4, 8, 32, device=device), torch.randint(0, 10, (4,), device=device))
 
 
+# The kernel path's small ops (issue: core's host cost per op): time per op, or per call / step.
+def scalar_ops(device: torch.device) -> Step:
+    x = torch.randn(16, device=device)
+
+    def run() -> None:
+        for _ in range(2_000):
+            (x * 2 + 1).relu()  # a Python scalar operand twice, then a unary op
+
+    return run
+
+
+def small_matmul(device: torch.device) -> Step:
+    a, b = torch.randn(8, 64, device=device), torch.randn(64, 64, device=device)
+
+    def run() -> None:
+        for _ in range(2_000):
+            torch.mm(a, b)
+
+    return run
+
+
+def foreach_add(device: torch.device) -> Step:
+    tensors = [torch.randn(16, device=device) for _ in range(100)]
+    others = [torch.randn(16, device=device) for _ in range(100)]
+
+    def run() -> None:
+        for _ in range(100):
+            torch._foreach_add_(tensors, others)
+
+    return run
+
+
+def adam_step(device: torch.device) -> Step:
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(32, 64), nn.ReLU(), nn.Linear(64, 10)).to(device)
+    for parameter in model.parameters():
+        parameter.grad = torch.randn_like(parameter)
+    optimizer = torch.optim.Adam(model.parameters(), lr=1e-3, foreach=True)
+
+    def run() -> None:
+        for _ in range(100):
+            optimizer.step()
+
+    return run
+
+
 @dataclass(frozen=True)
 class SeparateCase:
     name: str
@@ -84,6 +130,12 @@ CASES = [
     SeparateCase("Transformer 2-layer step", transformer_step, 1.5, 200),
     # The in-process table's own case (10,000 adds per timing).
     SeparateCase("add, 16 elements", _add_small, 1.2, 10_000),
+    # Small ops on the kernel path (run with TORCH_BACKEND_FAKE_KERNELS=1 for fake's device kernels,
+    # and TORCH_BACKEND_FAKE_INLINE_KERNELS=1 to leave out the hand-off to a stream's thread).
+    SeparateCase("x * 2 + 1, relu (per op)", scalar_ops, 2.0, 6_000),
+    SeparateCase("matmul 8x64 @ 64x64", small_matmul, 2.0, 2_000),
+    SeparateCase("_foreach_add_ 100x16 (per call)", foreach_add, 2.0, 100),
+    SeparateCase("Adam step, MLP 32-64-10", adam_step, 2.0, 100),
 ]
 
 
@@ -173,11 +225,11 @@ def main(argv: list[str] | None = None) -> int:
     rounds, repeats = (1, 1) if args.quick else (args.rounds, args.repeats)
     cases = [c for c in CASES if not args.case or any(k in c.name for k in args.case)]
     results = [measure(case, device_name, rounds, repeats) for case in cases]
-    header = f"{'case (separate processes)':<28}{device_name + ' (s)':>12}{'cpu (s)':>12}"
+    header = f"{'case (separate processes)':<34}{device_name + ' (us)':>12}{'cpu (us)':>12}"
     print(f"{header}{'ratio':>8}{'spread':>8}{'target':>10}  met?")
     for r in results:
         print(
-            f"{r.case:<28}{r.device_s:>12.6f}{r.cpu_s:>12.6f}{r.ratio:>8.2f}{r.spread:>8.2f}"
+            f"{r.case:<34}{r.device_s * 1e6:>12.2f}{r.cpu_s * 1e6:>12.2f}{r.ratio:>8.2f}{r.spread:>8.2f}"
             f"{'<=':>4}{r.target:>6.2f}  {'yes' if r.met else 'NO'}"
         )
     out = Path(args.json)
