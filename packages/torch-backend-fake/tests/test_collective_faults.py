@@ -7,13 +7,7 @@ The ranks are subprocesses joined through a TCP store this process serves.
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
-import time
-
-import pytest
-import torch.distributed as dist
+from torch_backend.testing import run_ranks as start_ranks
 
 WORKER = """
 import os, sys, time
@@ -21,7 +15,7 @@ from datetime import timedelta
 import torch, torch.distributed as dist
 import torch_backend_fake.faults as faults
 
-port, rank, world, fault = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
+fault, port, rank, world = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
 timeout = timedelta(seconds=float(os.environ["TIMEOUT_S"]))
 store = dist.TCPStore("127.0.0.1", port, world, is_master=False, timeout=timeout)
 dist.init_process_group("fakeccl", store=store, rank=rank, world_size=world, timeout=timeout)
@@ -46,32 +40,9 @@ sys.exit(1)
 
 
 def run_ranks(fault: str, world: int, timeout_s: float, worker: str = WORKER, **settings: str) -> list[tuple[int, str]]:
-    store = dist.TCPStore("127.0.0.1", 0, world, is_master=True, wait_for_workers=False)
-    env = {**os.environ, "TORCH_BACKEND": "fake", "TIMEOUT_S": str(timeout_s), **settings}
-    procs = [
-        subprocess.Popen(
-            [sys.executable, "-c", worker, str(store.port), str(rank), str(world), fault],
-            env=env,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            text=True,
-        )
-        for rank in range(world)
-    ]
-    started = time.monotonic()
     finished.clear()
-    deadline = started + 120
-    results = []
-    for proc in procs:
-        try:
-            out, _ = proc.communicate(timeout=max(1.0, deadline - time.monotonic()))
-        except subprocess.TimeoutExpired:
-            for p in procs:
-                p.kill()
-            pytest.fail(f"{fault}: ranks still running after 120 s")
-        results.append((proc.returncode, out))
-        finished.append(time.monotonic() - started)
-    return results
+    env = {"TIMEOUT_S": str(timeout_s), **settings}
+    return start_ranks(["-c", worker, fault], world, env=env, exit_times=finished, label=fault)
 
 
 #: Seconds from the start of the last run_ranks until each rank (in rank order) had exited.
@@ -119,7 +90,7 @@ import os, sys, time
 from datetime import timedelta
 import torch, torch.distributed as dist
 
-port, rank, world, peer = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
+peer, port, rank, world = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
 timeout = timedelta(seconds=float(os.environ["TIMEOUT_S"]))
 store = dist.TCPStore("127.0.0.1", port, world, is_master=False, timeout=timeout)
 dist.init_process_group("fakeccl", store=store, rank=rank, world_size=world, timeout=timeout)

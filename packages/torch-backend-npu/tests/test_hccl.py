@@ -10,11 +10,10 @@ error naming the collective and HCCL's reason, and each rank's exit status.
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
 
 import pytest
-import torch.distributed as dist
+
+from torch_backend.testing import run_ranks as start_ranks
 
 pytestmark = pytest.mark.skipif(
     os.environ.get("TORCH_BACKEND") != "npu", reason="runs against npu (nox -s tests-npu sets TORCH_BACKEND=npu)"
@@ -46,27 +45,10 @@ print("no error", flush=True)
 
 
 def run_ranks(world: int, failing_rank_env: dict[str, str]) -> list[tuple[int, str]]:
-    store = dist.TCPStore("127.0.0.1", 0, world, is_master=True, wait_for_workers=False)
-    procs = [
-        subprocess.Popen(
-            [sys.executable, "-c", WORKER, str(store.port), str(rank), str(world)],
-            env={**os.environ, **(failing_rank_env if rank == world - 1 else {})},
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            text=True,
-        )
-        for rank in range(world)
-    ]
-    results = []
-    for proc in procs:
-        try:
-            out, _ = proc.communicate(timeout=120)
-        except subprocess.TimeoutExpired:
-            for p in procs:
-                p.kill()
-            pytest.fail("ranks still running after 120 s")
-        results.append((proc.returncode, out))
-    return results
+    """The ranks' (exit status, output); the last rank's environment gains ``failing_rank_env``."""
+    return start_ranks(
+        ["-c", WORKER], world, rank_env=lambda rank: failing_rank_env if rank == world - 1 else {}, label="HCCL ranks"
+    )
 
 
 def test_ranks_without_faults_run_every_collective_on_hccl() -> None:

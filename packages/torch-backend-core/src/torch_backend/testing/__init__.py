@@ -21,6 +21,7 @@ import json
 import os
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
 
@@ -105,6 +106,54 @@ def run_python(code: str, timeout: float = 120, **env: str) -> subprocess.Comple
     return out
 
 
+def run_ranks(
+    args: list[str],
+    world: int,
+    *,
+    env: dict[str, str] | None = None,
+    rank_env: Callable[[int], dict[str, str]] | None = None,
+    limit_s: float = 120.0,
+    exit_times: list[float] | None = None,
+    label: str = "ranks",
+) -> list[tuple[int, str]]:
+    """Starts ``world`` ranks, ``python ARGS PORT RANK WORLD`` each, around a TCP store this process serves;
+    returns (exit status, output) per rank. ``rank_env(rank)`` adds to one rank's environment;
+    ``exit_times`` receives the seconds until each rank (in rank order) had exited. Ranks still running
+    after ``limit_s`` fail the test (pytest.fail, naming ``label``), after being killed."""
+    import time
+
+    import pytest
+    import torch.distributed as dist
+
+    store = dist.TCPStore("127.0.0.1", 0, world, is_master=True, wait_for_workers=False)
+    base_env = os.environ | {"TORCH_BACKEND": device_type()} | (env or {})
+    procs = [
+        subprocess.Popen(
+            [sys.executable, *args, str(store.port), str(rank), str(world)],
+            env=base_env | (rank_env(rank) if rank_env else {}),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
+        for rank in range(world)
+    ]
+    started = time.monotonic()
+    results = []
+    for proc in procs:
+        try:
+            out, _ = proc.communicate(timeout=max(1.0, started + limit_s - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            for other in procs:
+                other.kill()
+            out, _ = proc.communicate()
+            pytest.fail(f"{label}: ranks still running after {limit_s:.0f} s:\n{out}")
+        results.append((proc.returncode, out))
+        if exit_times is not None:
+            exit_times.append(time.monotonic() - started)
+    del store
+    return results
+
+
 def main(argv: list[str] | None = None) -> int:
     """Runs the conformance suite against the backend named first in ``argv`` (see the module doc)."""
     from torch_backend.testing._runner import main as run
@@ -122,5 +171,6 @@ __all__ = [
     "load_known_failures",
     "main",
     "run_python",
+    "run_ranks",
     "stream_sleep_supported",
 ]

@@ -8,9 +8,6 @@ subprocesses (distributed_worker.py), bounded in time.
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
-import time
 from datetime import timedelta
 from pathlib import Path
 
@@ -20,6 +17,7 @@ import torch.distributed as dist
 
 from torch_backend._compat import split_group_serves_other_devices
 from torch_backend.distributed import native_backend_name
+from torch_backend.testing import run_ranks as start_ranks
 from torch_backend.testing.conformance._support import DEVICE, needs_stream_sleep
 
 WORKER = Path(__file__).parent / "distributed_worker.py"
@@ -27,31 +25,7 @@ WORKER = Path(__file__).parent / "distributed_worker.py"
 
 def run_ranks(scenario: str, world: int, *, env: dict[str, str] | None = None, limit_s: float = 240.0):
     """Start `world` ranks of `scenario`; return [(returncode, output)] per rank."""
-    store = dist.TCPStore("127.0.0.1", 0, world, is_master=True, wait_for_workers=False)
-    child_env = {**os.environ, "TORCH_BACKEND": DEVICE, **(env or {})}
-    procs = [
-        subprocess.Popen(
-            [sys.executable, str(WORKER), scenario, str(store.port), str(rank), str(world)],
-            env=child_env,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            text=True,
-        )
-        for rank in range(world)
-    ]
-    deadline = time.monotonic() + limit_s
-    results = []
-    for proc in procs:
-        try:
-            out, _ = proc.communicate(timeout=max(1.0, deadline - time.monotonic()))
-        except subprocess.TimeoutExpired:
-            for p in procs:
-                p.kill()
-            out, _ = proc.communicate()
-            pytest.fail(f"{scenario}: ranks still running after {limit_s:.0f} s:\n{out}")
-        results.append((proc.returncode, out))
-    del store
-    return results
+    return start_ranks([str(WORKER), scenario], world, env=env, limit_s=limit_s, label=scenario)
 
 
 def assert_all_ok(results) -> None:
