@@ -31,6 +31,7 @@
 #include <ATen/ops/max.h>
 #include <ATen/ops/mean.h>
 #include <ATen/ops/min.h>
+#include <ATen/ops/mm.h>
 #include <ATen/ops/native_batch_norm.h>
 #include <ATen/ops/native_batch_norm_backward.h>
 #include <ATen/ops/native_layer_norm.h>
@@ -149,6 +150,25 @@ C scalar_as(const ScalarValue& value) {
                                      : static_cast<C>(value.as_int);
 }
 
+// Input `k` of an element-wise call in its compute type: memory, or the value
+// of a host scalar operand (`x * 2`), whose view has strides 0.
+template <typename In>
+struct Operand {
+  const In* data = nullptr;
+  Compute<In> value{};
+
+  Operand(const ElementwiseCall& call, std::size_t k)
+      : data(static_cast<const In*>(call.inputs[k].data)) {
+    if (call.scalar_inputs[k]) {
+      data = nullptr;
+      value = scalar_as<Compute<In>>(call.input_values[k]);
+    }
+  }
+  Compute<In> operator[](std::int64_t offset) const {
+    return data == nullptr ? value : static_cast<Compute<In>>(data[offset]);
+  }
+};
+
 // Enqueues out = op(inputs...) element by element: inputs of type In, out of
 // type Out, op taking and returning compute types.
 template <typename Out, typename... In, std::size_t... I, typename Op>
@@ -158,11 +178,10 @@ void enqueue_map(const KernelContext& ctx, const ElementwiseCall& call,
     constexpr std::size_t n = sizeof...(In) + 1;
     const std::array<const TensorView*, n> views{&call.out, &call.inputs[I]...};
     Out* out = static_cast<Out*>(call.out.data);
-    [[maybe_unused]] const std::tuple<const In*...> in{
-        static_cast<const In*>(call.inputs[I].data)...};
+    [[maybe_unused]] const std::tuple<Operand<In>...> in{
+        Operand<In>(call, I)...};
     for_each_offset<n>(views, [&](const auto& at) {
-      out[at[0]] = static_cast<Out>(
-          op(static_cast<Compute<In>>(std::get<I>(in)[at[I + 1]])...));
+      out[at[0]] = static_cast<Out>(op(std::get<I>(in)[at[I + 1]]...));
     });
   });
 }
@@ -407,6 +426,9 @@ FAKE_KERNEL(copy) {
 
 // out = mask ? value : out (in place; the mask is inputs[0]).
 FAKE_KERNEL(masked_fill) {
+  if (call.has_scalar_input()) {
+    return kNotSupported;  // core moves the mask to the device: never here
+  }
   return visit_dtype(call.out.dtype, [&](auto tag) {
     using T = decltype(tag);
     const T value = static_cast<T>(scalar_as<Compute<T>>(call.scalars[0]));
@@ -518,18 +540,36 @@ Status variance_kernel(const KernelContext& ctx,
   return kSuccess;
 }
 
+// A batch of one matrix's view as the matrix (no op call to index it).
+torch_backend::TensorView first_matrix(torch_backend::TensorView view) {
+  view.dim = 2;
+  view.sizes[0] = view.sizes[1];
+  view.strides[0] = view.strides[1];
+  view.sizes[1] = view.sizes[2];
+  view.strides[1] = view.strides[2];
+  return view;
+}
+
 Status gemm(const KernelContext& ctx, const torch_backend::GemmCall& call) {
   fake::enqueue_kernel(ctx.stream, [call] {
-    at::Tensor out = host_tensor(call.out);
-    const at::Tensor a = host_tensor(call.a);
-    const at::Tensor b = host_tensor(call.b);
     // beta == 0: c is never read (NaN in out must not leak in).
-    const at::Tensor c = call.beta != 0 ? host_tensor(call.c) : out;
-    if (out.size(0) == 1) {  // one matrix: the CPU's mm/addmm path
-      out.copy_(at::addmm(c[0], a[0], b[0], call.beta, call.alpha));
-    } else {
-      out.copy_(at::baddbmm(c, a, b, call.beta, call.alpha));
+    const bool with_c = call.beta != 0;
+    if (call.out.sizes[0] == 1) {  // one matrix: the CPU's mm/addmm, into out
+      at::Tensor out = host_tensor(first_matrix(call.out));
+      const at::Tensor a = host_tensor(first_matrix(call.a));
+      const at::Tensor b = host_tensor(first_matrix(call.b));
+      if (!with_c && call.alpha == 1) {
+        at::mm_out(out, a, b);
+      } else {
+        const at::Tensor c = with_c ? host_tensor(first_matrix(call.c)) : out;
+        at::addmm_out(out, c, a, b, call.beta, call.alpha);
+      }
+      return;
     }
+    at::Tensor out = host_tensor(call.out);
+    const at::Tensor c = with_c ? host_tensor(call.c) : out;
+    out.copy_(at::baddbmm(c, host_tensor(call.a), host_tensor(call.b),
+                          call.beta, call.alpha));
   });
   return kSuccess;
 }
@@ -817,6 +857,23 @@ Status batch_norm_backward_kernel(
   return kSuccess;
 }
 
+// The multi-tensor form of an element-wise kernel: each tensor's kernel,
+// enqueued together as one stream item (one launch for the list). A decline
+// (a dtype the kernel lacks: the same for every tensor) enqueues nothing.
+template <torch_backend::ElementwiseKernel Kernel>
+Status multi_tensor(const KernelContext& ctx, const ElementwiseCall* calls,
+                    std::int32_t count) {
+  fake::KernelBatch batch;
+  for (std::int32_t t = 0; t < count; ++t) {
+    const Status status = Kernel(ctx, calls[t]);
+    if (status != kSuccess) {
+      return status;
+    }
+  }
+  batch.submit(ctx.stream);
+  return kSuccess;
+}
+
 bool kernels_enabled() {
   const char* value = std::getenv("TORCH_BACKEND_FAKE_KERNELS");
   return value != nullptr && std::strcmp(value, "1") == 0;
@@ -881,6 +938,14 @@ TORCH_BACKEND_DEFINE_DEVICE_KERNELS(kernels) {
   for (const auto& [name, kernel] : elementwise) {
     kernels.elementwise(name, kernel);
   }
+  kernels.multi_tensor("add", &multi_tensor<&add>);
+  kernels.multi_tensor("sub", &multi_tensor<&sub>);
+  kernels.multi_tensor("mul", &multi_tensor<&mul>);
+  kernels.multi_tensor("div", &multi_tensor<&div>);
+  kernels.multi_tensor("addcmul", &multi_tensor<&addcmul>);
+  kernels.multi_tensor("addcdiv", &multi_tensor<&addcdiv>);
+  kernels.multi_tensor("lerp_scalar", &multi_tensor<&lerp_scalar>);
+  kernels.multi_tensor("sqrt", &multi_tensor<&sqrt_kernel>);
   kernels.reduction("sum", &sum_kernel);
   kernels.reduction("mean", &mean_kernel);
   kernels.reduction("amax", &amax_kernel);

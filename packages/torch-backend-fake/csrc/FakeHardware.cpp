@@ -144,13 +144,34 @@ void Stream::push(Item item) {
   std::lock_guard<std::mutex> lock(mutex_);
   queue_.push_back(std::move(item));
   ++enqueued_;
-  work_ready_.notify_one();
+  if (worker_asleep_) {
+    work_ready_.notify_one();
+  }
+}
+
+void Stream::wait_for_work(std::unique_lock<std::mutex>& lock) {
+  constexpr auto kPollFor = std::chrono::microseconds(50);
+  if (queue_.empty()) {
+    // Everything taken so far is counted once the queue is empty: new work
+    // shows as enqueued_ moving past this.
+    const std::uint64_t seen = enqueued_.load(std::memory_order_relaxed);
+    lock.unlock();
+    const Clock::time_point until = Clock::now() + kPollFor;
+    while (enqueued_.load(std::memory_order_acquire) == seen &&
+           Clock::now() < until) {
+      std::this_thread::yield();  // lets the cores' other threads run
+    }
+    lock.lock();
+  }
+  worker_asleep_ = true;
+  work_ready_.wait(lock, [&] { return !queue_.empty(); });
+  worker_asleep_ = false;
 }
 
 void Stream::run() {
   std::unique_lock<std::mutex> lock(mutex_);
   while (true) {
-    work_ready_.wait(lock, [&] { return !queue_.empty(); });
+    wait_for_work(lock);
     Item item = std::move(queue_.front());
     queue_.pop_front();
     if (item.marker) {
@@ -494,8 +515,28 @@ std::vector<Stream*> Machine::streams_of(int device) {
   return found;
 }
 
+namespace {
+thread_local KernelBatch* collecting = nullptr;
+}  // namespace
+
+KernelBatch::KernelBatch() : outer_(collecting) { collecting = this; }
+KernelBatch::~KernelBatch() { collecting = outer_; }
+
+void KernelBatch::submit(torch_backend::StreamHandle stream) {
+  collecting = outer_;
+  enqueue_kernel(stream, [work = std::move(work_)] {
+    for (const std::function<void()>& kernel : work) {
+      kernel();
+    }
+  });
+}
+
 void enqueue_kernel(torch_backend::StreamHandle handle,
                     std::function<void()> work) {
+  if (collecting != nullptr) {
+    collecting->add(std::move(work));
+    return;
+  }
   Stream* target = Machine::get().stream(handle, current_device());
   if (faults().check(Operation::Kernel, target->device) != 0) {
     work = [] {

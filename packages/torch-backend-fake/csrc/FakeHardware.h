@@ -117,11 +117,16 @@ class Stream {
 
   void push(Item item);
   void run();
+  // Waits (the mutex held) until the queue has work: polls briefly before
+  // sleeping, as a device polls its launch queue, so that a stream fed
+  // kernel after kernel costs its host no wake-up call per kernel.
+  void wait_for_work(std::unique_lock<std::mutex>& lock);
 
   std::mutex mutex_;
   std::condition_variable work_ready_;
   std::condition_variable work_done_;
   std::deque<Item> queue_;
+  bool worker_asleep_ = false;  // under mutex_: push() wakes it
   std::atomic<std::uint64_t> enqueued_{0};
   std::atomic<std::uint64_t> completed_{0};
   std::thread worker_;
@@ -239,5 +244,23 @@ int& current_device();
 // fail on the stream instead of running.
 void enqueue_kernel(torch_backend::StreamHandle stream,
                     std::function<void()> work);
+
+// While one lives, the kernels its thread enqueues are collected instead;
+// submit() enqueues them as one kernel: fake's multi-tensor kernels, one
+// launch per list as a device's. Dropped unsubmitted, it enqueues nothing.
+class KernelBatch {
+ public:
+  KernelBatch();
+  ~KernelBatch();
+  KernelBatch(const KernelBatch&) = delete;
+  KernelBatch& operator=(const KernelBatch&) = delete;
+
+  void add(std::function<void()> work) { work_.push_back(std::move(work)); }
+  void submit(torch_backend::StreamHandle stream);
+
+ private:
+  std::vector<std::function<void()>> work_;
+  KernelBatch* outer_;
+};
 
 }  // namespace fake

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from torch_backend import _C
+from torch_backend import _C, op_report
 
 KERNELS_ON = os.environ.get("TORCH_BACKEND_FAKE_KERNELS") == "1"
 if not KERNELS_ON:
@@ -194,6 +194,37 @@ def test_cpu_scalar_operands_and_alpha():
     same(2.5 * fx, 2.5 * x)
     same(torch.add(fx, fx, alpha=-0.75), torch.add(x, x, alpha=-0.75))
     same(torch.sub(fx, torch.tensor(2.0), alpha=3), torch.sub(x, torch.tensor(2.0), alpha=3))
+
+
+def test_cpu_scalars_reach_the_kernel_as_values_not_device_fills():
+    # Each op is one call of its kernel: no fill_ of a device tensor first (fake's kernels take a host
+    # scalar in any input position; npu's test shows the retry where a kernel declines one).
+    fx = torch.randn(16, device="fake")
+    with op_report() as report:
+        ((fx * 2 + 1) > 0.5).logical_not()
+        5 - fx
+        torch.where(fx > 0, fx, torch.tensor(0.0))
+    counts = {row.op: (row.device_calls, row.fallback_calls) for row in report.rows}
+    assert "fill_.Scalar" not in counts, counts
+    assert counts["mul.Tensor"] == (1, 0) and counts["add.Tensor"] == (1, 0), counts
+    assert counts["sub.Tensor"] == (1, 0), counts  # 5 - x: the scalar is the first input
+
+
+def test_foreach_lists_run_as_one_multi_tensor_kernel_call():
+    tensors = [torch.randn(16, device="fake") for _ in range(5)]
+    others = [torch.randn(16, device="fake") for _ in range(5)]
+    with op_report() as report:
+        torch._foreach_add_(tensors, others)
+        torch._foreach_addcdiv_(tensors, others, others, [0.1] * 5)
+    counts = {row.op: row.device_calls for row in report.rows}
+    assert counts == {"_foreach_add_.List": 1, "_foreach_addcdiv_.ScalarList": 1}, counts
+    # A list ATen's fast route refuses (two dtypes) goes tensor by tensor, still on device kernels.
+    mixed = [torch.randn(4, device="fake"), torch.randn(4, device="fake", dtype=torch.float64)]
+    with op_report() as report:
+        torch._foreach_mul_(mixed, 2.0)
+    counts = {row.op: (row.device_calls, row.fallback_calls) for row in report.rows}
+    per_tensor = {op: calls for op, calls in counts.items() if not op.startswith("_foreach")}
+    assert counts["_foreach_mul_.Scalar"] == (1, 0) and list(per_tensor.values()) == [(2, 0)], counts
 
 
 def test_in_place_through_a_view_writes_the_base():

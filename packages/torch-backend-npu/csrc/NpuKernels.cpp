@@ -14,22 +14,27 @@
 #include <aclnnop/aclnn_batch_norm_backward.h>
 #include <aclnnop/aclnn_copy.h>
 #include <aclnnop/aclnn_div.h>
+#include <aclnnop/aclnn_eq_scalar.h>
 #include <aclnnop/aclnn_eq_tensor.h>
 #include <aclnnop/aclnn_exp.h>
 #include <aclnnop/aclnn_fill_scalar.h>
 #include <aclnnop/aclnn_gather.h>
+#include <aclnnop/aclnn_ge_scalar.h>
 #include <aclnnop/aclnn_ge_tensor.h>
 #include <aclnnop/aclnn_gelu.h>
 #include <aclnnop/aclnn_gelu_backward.h>
+#include <aclnnop/aclnn_gt_scalar.h>
 #include <aclnnop/aclnn_gt_tensor.h>
 #include <aclnnop/aclnn_index_add.h>
 #include <aclnnop/aclnn_index_select.h>
 #include <aclnnop/aclnn_layer_norm.h>
 #include <aclnnop/aclnn_layer_norm_backward.h>
+#include <aclnnop/aclnn_le_scalar.h>
 #include <aclnnop/aclnn_le_tensor.h>
 #include <aclnnop/aclnn_log.h>
 #include <aclnnop/aclnn_log_softmax.h>
 #include <aclnnop/aclnn_log_softmax_backward.h>
+#include <aclnnop/aclnn_lt_scalar.h>
 #include <aclnnop/aclnn_lt_tensor.h>
 #include <aclnnop/aclnn_max_dim.h>
 #include <aclnnop/aclnn_maximum.h>
@@ -37,6 +42,7 @@
 #include <aclnnop/aclnn_min_dim.h>
 #include <aclnnop/aclnn_minimum.h>
 #include <aclnnop/aclnn_mul.h>
+#include <aclnnop/aclnn_ne_scalar.h>
 #include <aclnnop/aclnn_ne_tensor.h>
 #include <aclnnop/aclnn_neg.h>
 #include <aclnnop/aclnn_nll_loss.h>
@@ -150,6 +156,16 @@ class Scalar {
     scalar_ = value.is_integral ? aclCreateScalar(&as_int_, ACL_INT64)
                                 : aclCreateScalar(&as_double_, ACL_DOUBLE);
   }
+  // An operand beside a tensor of `dtype`: a Bool one stays Bool, where an
+  // Int64 scalar would promote the op's result to Int64 (aclnn promotes as
+  // PyTorch does).
+  Scalar(const ScalarValue& value, DType dtype) : Scalar(value) {
+    if (dtype == DType::Bool) {
+      aclDestroyScalar(scalar_);
+      as_bool_ = value.as_int != 0;
+      scalar_ = aclCreateScalar(&as_bool_, ACL_BOOL);
+    }
+  }
   ~Scalar() { aclDestroyScalar(scalar_); }
   Scalar(const Scalar&) = delete;
   Scalar& operator=(const Scalar&) = delete;
@@ -158,6 +174,7 @@ class Scalar {
  private:
   double as_double_;
   std::int64_t as_int_;
+  bool as_bool_ = false;
   aclScalar* scalar_ = nullptr;
 };
 
@@ -199,39 +216,68 @@ Status two_phase(const KernelContext& ctx, Plan plan, Launch launch,
 #define NPU_ELEMENTWISE(name) \
   Status name(const KernelContext& ctx, const ElementwiseCall& call)
 
+// aclnn's tensor forms read memory: a host scalar operand (`x * 2`) goes
+// to the op's scalar form where aclnn has one (aclnnMuls), else the kernel
+// declines it and core calls again with the value in a device tensor.
+#define NPU_TENSORS_ONLY(call)           \
+  if ((call).has_scalar_input()) {       \
+    return torch_backend::kNotSupported; \
+  }
+
 #define NPU_UNARY(name, op)                                          \
   NPU_ELEMENTWISE(name) {                                            \
+    NPU_TENSORS_ONLY(call)                                           \
     return ACLNN(ctx, op, Tensor(call.inputs[0]), Tensor(call.out)); \
   }
 #define NPU_BINARY(name, op)                                              \
   NPU_ELEMENTWISE(name) {                                                 \
+    NPU_TENSORS_ONLY(call)                                                \
     return ACLNN(ctx, op, Tensor(call.inputs[0]), Tensor(call.inputs[1]), \
                  Tensor(call.out));                                       \
   }
-#define NPU_ALPHA_BINARY(name, op)                                        \
+// self op other, or aclnn's scalar form when other is a host scalar.
+#define NPU_BINARY_OR_SCALAR(name, op, scalar_op)                         \
   NPU_ELEMENTWISE(name) {                                                 \
+    if (call.scalar_inputs[1] && !call.scalar_inputs[0]) {                \
+      return ACLNN(ctx, scalar_op, Tensor(call.inputs[0]),                \
+                   Scalar(call.input_values[1], call.inputs[1].dtype),    \
+                   Tensor(call.out));                                     \
+    }                                                                     \
+    NPU_TENSORS_ONLY(call)                                                \
+    return ACLNN(ctx, op, Tensor(call.inputs[0]), Tensor(call.inputs[1]), \
+                 Tensor(call.out));                                       \
+  }
+#define NPU_ALPHA_BINARY_OR_SCALAR(name, op, scalar_op)                   \
+  NPU_ELEMENTWISE(name) {                                                 \
+    if (call.scalar_inputs[1] && !call.scalar_inputs[0]) {                \
+      return ACLNN(ctx, scalar_op, Tensor(call.inputs[0]),                \
+                   Scalar(call.input_values[1], call.inputs[1].dtype),    \
+                   Scalar(call.scalars[0]), Tensor(call.out));            \
+    }                                                                     \
+    NPU_TENSORS_ONLY(call)                                                \
     return ACLNN(ctx, op, Tensor(call.inputs[0]), Tensor(call.inputs[1]), \
                  Scalar(call.scalars[0]), Tensor(call.out));              \
   }
 #define NPU_POINTWISE(name, op)                                           \
   NPU_ELEMENTWISE(name) {                                                 \
+    NPU_TENSORS_ONLY(call)                                                \
     return ACLNN(ctx, op, Tensor(call.inputs[0]), Tensor(call.inputs[1]), \
                  Tensor(call.inputs[2]), Scalar(call.scalars[0]),         \
                  Tensor(call.out));                                       \
   }
 
-NPU_ALPHA_BINARY(add, aclnnAdd)
-NPU_ALPHA_BINARY(sub, aclnnSub)
-NPU_BINARY(mul, aclnnMul)
-NPU_BINARY(div, aclnnDiv)
+NPU_ALPHA_BINARY_OR_SCALAR(add, aclnnAdd, aclnnAdds)
+NPU_ALPHA_BINARY_OR_SCALAR(sub, aclnnSub, aclnnSubs)
+NPU_BINARY_OR_SCALAR(mul, aclnnMul, aclnnMuls)
+NPU_BINARY_OR_SCALAR(div, aclnnDiv, aclnnDivs)
 NPU_BINARY(maximum, aclnnMaximum)
 NPU_BINARY(minimum, aclnnMinimum)
-NPU_BINARY(eq, aclnnEqTensor)
-NPU_BINARY(ne, aclnnNeTensor)
-NPU_BINARY(lt, aclnnLtTensor)
-NPU_BINARY(le, aclnnLeTensor)
-NPU_BINARY(gt, aclnnGtTensor)
-NPU_BINARY(ge, aclnnGeTensor)
+NPU_BINARY_OR_SCALAR(eq, aclnnEqTensor, aclnnEqScalar)
+NPU_BINARY_OR_SCALAR(ne, aclnnNeTensor, aclnnNeScalar)
+NPU_BINARY_OR_SCALAR(lt, aclnnLtTensor, aclnnLtScalar)
+NPU_BINARY_OR_SCALAR(le, aclnnLeTensor, aclnnLeScalar)
+NPU_BINARY_OR_SCALAR(gt, aclnnGtTensor, aclnnGtScalar)
+NPU_BINARY_OR_SCALAR(ge, aclnnGeTensor, aclnnGeScalar)
 NPU_BINARY(tanh_backward, aclnnTanhBackward)  // (grad, output)
 NPU_BINARY(gelu_backward, aclnnGeluBackward)  // (grad, self)
 NPU_UNARY(exp, aclnnExp)
@@ -247,15 +293,18 @@ NPU_POINTWISE(addcmul, aclnnAddcmul)
 NPU_POINTWISE(addcdiv, aclnnAddcdiv)
 
 NPU_ELEMENTWISE(where) {
+  NPU_TENSORS_ONLY(call)
   return ACLNN(ctx, aclnnSWhere, Tensor(call.inputs[0]), Tensor(call.inputs[1]),
                Tensor(call.inputs[2]), Tensor(call.out));
 }
 NPU_ELEMENTWISE(threshold_backward) {
+  NPU_TENSORS_ONLY(call)
   return ACLNN(ctx, aclnnThresholdBackward, Tensor(call.inputs[0]),
                Tensor(call.inputs[1]), Scalar(call.scalars[0]),
                Tensor(call.out));
 }
 NPU_ELEMENTWISE(copy) {
+  NPU_TENSORS_ONLY(call)
   return ACLNN(ctx, aclnnInplaceCopy, Tensor(call.out), Tensor(call.inputs[0]));
 }
 NPU_ELEMENTWISE(fill) {

@@ -297,6 +297,32 @@ aclnnStatus launch(const char* op, void* workspace, uint64_t workspace_size,
   }                                                                  \
   EMULATOR_LAUNCH(Name)
 
+// Scalar forms (aclnnAdds, aclnnMuls, aclnnEqScalar, ...): other is a host
+// scalar; with an alpha, out = self op alpha * other.
+#define EMULATOR_ALPHA_SCALAR_BINARY(Name, aten_out)                         \
+  EMULATOR_OP aclnnStatus Name##GetWorkspaceSize(                            \
+      const aclTensor* self, const aclScalar* other, const aclScalar* alpha, \
+      aclTensor* out, uint64_t* workspaceSize, aclOpExecutor** executor) {   \
+    Plan plan(#Name);                                                        \
+    auto a = plan.required(self), o = plan.required(out);                    \
+    auto b = plan.scalar(other), s = plan.scalar(alpha);                     \
+    return plan.finish(workspaceSize, executor, 0,                           \
+                       [=]() mutable { aten_out(o, a, b, s); });             \
+  }                                                                          \
+  EMULATOR_LAUNCH(Name)
+
+#define EMULATOR_SCALAR_BINARY(Name, aten_out)                       \
+  EMULATOR_OP aclnnStatus Name##GetWorkspaceSize(                    \
+      const aclTensor* self, const aclScalar* other, aclTensor* out, \
+      uint64_t* workspaceSize, aclOpExecutor** executor) {           \
+    Plan plan(#Name);                                                \
+    auto a = plan.required(self), o = plan.required(out);            \
+    auto b = plan.scalar(other);                                     \
+    return plan.finish(workspaceSize, executor, 0,                   \
+                       [=]() mutable { aten_out(o, a, b); });        \
+  }                                                                  \
+  EMULATOR_LAUNCH(Name)
+
 // out = op(self).
 #define EMULATOR_UNARY(Name, aten_out)                                \
   EMULATOR_OP aclnnStatus Name##GetWorkspaceSize(                     \
@@ -321,6 +347,16 @@ EMULATOR_BINARY(aclnnLtTensor, at::lt_out)
 EMULATOR_BINARY(aclnnLeTensor, at::le_out)
 EMULATOR_BINARY(aclnnGtTensor, at::gt_out)
 EMULATOR_BINARY(aclnnGeTensor, at::ge_out)
+EMULATOR_ALPHA_SCALAR_BINARY(aclnnAdds, at::add_out)
+EMULATOR_ALPHA_SCALAR_BINARY(aclnnSubs, at::sub_out)
+EMULATOR_SCALAR_BINARY(aclnnMuls, at::mul_out)
+EMULATOR_SCALAR_BINARY(aclnnDivs, at::div_out)
+EMULATOR_SCALAR_BINARY(aclnnEqScalar, at::eq_out)
+EMULATOR_SCALAR_BINARY(aclnnNeScalar, at::ne_out)
+EMULATOR_SCALAR_BINARY(aclnnLtScalar, at::lt_out)
+EMULATOR_SCALAR_BINARY(aclnnLeScalar, at::le_out)
+EMULATOR_SCALAR_BINARY(aclnnGtScalar, at::gt_out)
+EMULATOR_SCALAR_BINARY(aclnnGeScalar, at::ge_out)
 EMULATOR_UNARY(aclnnExp, at::exp_out)
 EMULATOR_UNARY(aclnnLog, at::log_out)
 EMULATOR_UNARY(aclnnSqrt, at::sqrt_out)

@@ -107,6 +107,24 @@ def test_hot_ops_run_through_aclnn() -> None:
         assert "device kernel" in rows[op], rows[op]
 
 
+def test_cpu_scalars_take_aclnn_scalar_forms_or_a_device_fill() -> None:
+    # x * 2 is aclnnMuls (no fill_ first); 5 - x has no scalar form with the scalar first, so the
+    # kernel declines the host scalar and core calls it again with a filled device tensor.
+    out = run(
+        "import torch\n"
+        "from torch_backend import op_report\n"
+        "x = torch.randn(16)\n"
+        "d = x.npu()\n"
+        "with op_report() as r:\n"
+        "    doubled = d * 2\n"
+        "print(sorted(row.op for row in r.rows), torch.equal(doubled.cpu(), x * 2))\n"
+        "with op_report() as r:\n"
+        "    flipped = 5 - d\n"
+        "print(sorted(row.op for row in r.rows), torch.equal(flipped.cpu(), 5 - x))\n"
+    )
+    assert out.splitlines() == ["['mul.Tensor'] True", "['fill_.Scalar', 'sub.Tensor'] True"]
+
+
 def test_kernel_uses_workspace_from_core_allocator() -> None:
     # The emulator's matmul plans with a workspace and checks, at launch, that
     # it is device memory of that size: a wrong or missing one fails the op.

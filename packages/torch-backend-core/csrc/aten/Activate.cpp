@@ -32,6 +32,7 @@ void activate(DeviceRuntime* runtime) {
   // The backend's own kernels first: the fallback fills only the gaps.
   load_device_kernels(runtime);
   register_elementwise_kernels(*lib);
+  register_foreach_kernels(*lib);
   register_reduction_kernels(*lib);
   register_gemm_kernels(*lib);
   register_softmax_kernels(*lib);

@@ -24,7 +24,7 @@
 namespace torch_backend {
 
 // Bumped whenever a descriptor layout or kernel signature changes.
-constexpr int kDeviceKernelsAbiVersion = 6;
+constexpr int kDeviceKernelsAbiVersion = 7;
 
 enum class DType : std::int8_t {
   Bool,
@@ -106,6 +106,16 @@ struct KernelContext {
 // min, max, possibly is_none). A string argument selects the kernel: gelu
 // with approximate='tanh' runs kernel "gelu_tanh". Return kNotSupported to
 // decline a call (a dtype): core then runs it on the fallback.
+//
+// An input may be a host scalar instead of memory: a Python number or a 0-dim
+// CPU tensor operand (`x * 2`, `x > 0`), which core passes by value, as
+// CUDA's kernels take them, instead of filling a device tensor and launching
+// a second kernel. Then scalar_inputs[i] is set, inputs[i] has out's sizes,
+// all strides 0 and data nullptr (never read it), and input_values[i] holds
+// the value converted to the compute dtype (as_double for floating dtypes,
+// as_int for integral ones and Bool). A kernel that cannot take one (aclnn
+// has no scalar form of an op) returns kNotSupported when has_scalar_input():
+// core then fills device tensors with the values and calls it again.
 constexpr int kMaxElementwiseInputs = 3;
 constexpr int kMaxElementwiseScalars = 2;
 
@@ -115,10 +125,37 @@ struct ElementwiseCall {
   std::int32_t num_inputs = 0;
   ScalarValue scalars[kMaxElementwiseScalars];
   std::int32_t num_scalars = 0;
+  bool scalar_inputs[kMaxElementwiseInputs] = {};
+  ScalarValue input_values[kMaxElementwiseInputs];
+
+  bool has_scalar_input() const {
+    for (std::int32_t i = 0; i < num_inputs; ++i) {
+      if (scalar_inputs[i]) {
+        return true;
+      }
+    }
+    return false;
+  }
 };
 
 using ElementwiseKernel = Status (*)(const KernelContext& ctx,
                                      const ElementwiseCall& call);
+
+// ---- Multi-tensor form of an element-wise kernel (optional) ---------------
+// ATen's _foreach_* ops, the optimizers' hot path over many small tensors, in
+// one call per list where a kernel per tensor would be launched (CUDA's
+// multi_tensor_apply): calls[t] is tensor t's call of the element-wise kernel
+// of the same name, as that kernel takes it, every view one dense dimension
+// (out[i] = op(inputs[k][i]..., scalars...) for i < numel). Core sends only
+// lists ATen's fast route accepts: one dtype and device, tensors dense and
+// not overlapping, matching sizes and strides across the lists; count >= 1
+// and no empty tensor. Return kNotSupported, enqueuing nothing, to decline a
+// list: core then runs the op tensor by tensor (the element-wise kernel).
+// Kernels: "add", "sub", "mul", "div", "addcmul", "addcdiv", "lerp_scalar",
+// "sqrt".
+using MultiTensorKernel = Status (*)(const KernelContext& ctx,
+                                     const ElementwiseCall* calls,
+                                     std::int32_t count);
 
 // ---- Reduction family ------------------------------------------------------
 // out and in have the same sizes; out has stride 0 along the reduced
@@ -382,6 +419,7 @@ class TORCH_BACKEND_API KernelRegistry {
   virtual void variance(VarianceKernel kernel) = 0;
   virtual void attention(AttentionKernel forward,
                          AttentionBackwardKernel backward) = 0;
+  virtual void multi_tensor(const char* name, MultiTensorKernel kernel) = 0;
 };
 
 }  // namespace torch_backend

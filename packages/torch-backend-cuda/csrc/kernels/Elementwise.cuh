@@ -10,18 +10,41 @@ namespace gpu {
 
 using torch_backend::ElementwiseCall;
 
-// op of one element's inputs x (In), in the compute type, stored as Out.
-template <typename Out, typename In, int Inputs, typename Op>
-GPU_HD Out map_one(const Op& op, const In (&x)[Inputs > 0 ? Inputs : 1]) {
+// op of one element's inputs x, in the compute type C, stored as Out.
+template <typename Out, typename C, int Inputs, typename Op>
+GPU_HD Out map_one(const Op& op, const C (&x)[Inputs > 0 ? Inputs : 1]) {
   if constexpr (Inputs == 0) {
     return store<Out>(op());
   } else if constexpr (Inputs == 1) {
-    return store<Out>(op(load(x[0])));
+    return store<Out>(op(x[0]));
   } else if constexpr (Inputs == 2) {
-    return store<Out>(op(load(x[0]), load(x[1])));
+    return store<Out>(op(x[0], x[1]));
   } else {
-    return store<Out>(op(load(x[0]), load(x[1]), load(x[2])));
+    return store<Out>(op(x[0], x[1], x[2]));
   }
+}
+
+// The inputs of an element-wise call: device memory, or (in[k] == nullptr)
+// a host scalar operand's value, passed by value as CUDA's
+// gpu_kernel_with_scalars passes it.
+template <typename In, int Inputs>
+struct MapInputs {
+  const In* in[Inputs > 0 ? Inputs : 1];
+  Compute<In> scalar[Inputs > 0 ? Inputs : 1];
+};
+
+template <typename In, int Inputs>
+MapInputs<In, Inputs> map_inputs(const ElementwiseCall& call) {
+  MapInputs<In, Inputs> inputs{};
+  for (int k = 0; k < Inputs; ++k) {
+    if (call.scalar_inputs[k]) {
+      inputs.in[k] = nullptr;
+      inputs.scalar[k] = scalar_as<Compute<In>>(call.input_values[k]);
+    } else {
+      inputs.in[k] = data_of<const In>(call.inputs[k]);
+    }
+  }
+  return inputs;
 }
 
 // out[i] = op(in0[i], ...): In the inputs' type, Out the output's.
@@ -29,17 +52,18 @@ template <typename Out, typename In, int Inputs, typename Op>
 struct MapFn {
   IndexMap<Inputs + 1> map;
   Out* out;
-  const In* in[Inputs > 0 ? Inputs : 1];
+  MapInputs<In, Inputs> inputs;
   Op op;
 
   GPU_HD void operator()(std::int64_t i) const {
     std::int64_t at[Inputs + 1];
     map.offsets(i, at);
-    In x[Inputs > 0 ? Inputs : 1];
+    Compute<In> x[Inputs > 0 ? Inputs : 1];
     for (int k = 0; k < Inputs; ++k) {
-      x[k] = in[k][at[k + 1]];
+      x[k] = inputs.in[k] != nullptr ? load(inputs.in[k][at[k + 1]])
+                                     : inputs.scalar[k];
     }
-    out[at[0]] = map_one<Out, In, Inputs>(op, x);
+    out[at[0]] = map_one<Out, Compute<In>, Inputs>(op, x);
   }
 };
 
@@ -48,14 +72,10 @@ struct MapFn {
 // with one vector load per input and one vector store (16 bytes for float),
 // as CUDA's own element-wise kernels do, then the tail element by element.
 // Memory-bound ops reach the bandwidth only so.
-template <typename In, int Inputs>
-struct InputPointers {
-  const In* p[Inputs > 0 ? Inputs : 1];
-};
-
 template <int kVector, typename Out, typename In, int Inputs, typename Op>
 __global__ void vector_map_kernel(std::int64_t n, Out* out,
-                                  InputPointers<In, Inputs> in, Op op) {
+                                  MapInputs<In, Inputs> in, Op op) {
+  using C = Compute<In>;
   const std::int64_t step = static_cast<std::int64_t>(blockDim.x) * gridDim.x;
   const std::int64_t first =
       blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x;
@@ -64,27 +84,29 @@ __global__ void vector_map_kernel(std::int64_t n, Out* out,
     Packed<In, kVector> loaded[Inputs > 0 ? Inputs : 1];
 #pragma unroll
     for (int k = 0; k < Inputs; ++k) {
-      loaded[k] = reinterpret_cast<const Packed<In, kVector>*>(in.p[k])[v];
+      if (in.in[k] != nullptr) {
+        loaded[k] = reinterpret_cast<const Packed<In, kVector>*>(in.in[k])[v];
+      }
     }
     Packed<Out, kVector> result;
 #pragma unroll
     for (int j = 0; j < kVector; ++j) {
-      In x[Inputs > 0 ? Inputs : 1];
+      C x[Inputs > 0 ? Inputs : 1];
 #pragma unroll
       for (int k = 0; k < Inputs; ++k) {
-        x[k] = loaded[k].v[j];
+        x[k] = in.in[k] != nullptr ? load(loaded[k].v[j]) : in.scalar[k];
       }
-      result.v[j] = map_one<Out, In, Inputs>(op, x);
+      result.v[j] = map_one<Out, C, Inputs>(op, x);
     }
     reinterpret_cast<Packed<Out, kVector>*>(out)[v] = result;
   }
   for (std::int64_t i = vectors * kVector + first; i < n; i += step) {
-    In x[Inputs > 0 ? Inputs : 1];
+    C x[Inputs > 0 ? Inputs : 1];
 #pragma unroll
     for (int k = 0; k < Inputs; ++k) {
-      x[k] = in.p[k][i];
+      x[k] = in.in[k] != nullptr ? load(in.in[k][i]) : in.scalar[k];
     }
-    out[i] = map_one<Out, In, Inputs>(op, x);
+    out[i] = map_one<Out, C, Inputs>(op, x);
   }
 }
 
@@ -105,12 +127,14 @@ bool try_vector_map(const KernelContext& ctx,
     return false;
   }
   Out* out = fn.out + fn.map.base[0];
-  InputPointers<In, Inputs> in{};
+  MapInputs<In, Inputs> in = fn.inputs;
   bool ok = fn.map.strides[0][0] == 1 && aligned_to(out, sizeof(Out) * kVector);
   for (int k = 0; k < Inputs; ++k) {
-    in.p[k] = fn.in[k] + fn.map.base[k + 1];
-    ok = ok && fn.map.strides[0][k + 1] == 1 &&
-         aligned_to(in.p[k], sizeof(In) * kVector);
+    if (in.in[k] != nullptr) {  // a host scalar needs no alignment
+      in.in[k] += fn.map.base[k + 1];
+      ok = ok && fn.map.strides[0][k + 1] == 1 &&
+           aligned_to(in.in[k], sizeof(In) * kVector);
+    }
   }
   if (!ok) {
     return false;
@@ -135,8 +159,8 @@ Status run_map(const KernelContext& ctx, const ElementwiseCall& call,
   fn.out = data_of<Out>(call.out);
   for (int k = 0; k < Inputs; ++k) {
     views[k + 1] = &call.inputs[k];
-    fn.in[k] = data_of<const In>(call.inputs[k]);
   }
+  fn.inputs = map_inputs<In, Inputs>(call);
   fn.map = map_dims(views, -1, reorder);
   fn.op = op;
 #if defined(__CUDACC__)
@@ -525,12 +549,21 @@ struct ArangeJob {
   inline Status name(const KernelContext& ctx, const ElementwiseCall& call)
 
 GPU_ELEMENTWISE(where_kernel) {
+  if (call.has_scalar_input()) {
+    return kNotSupported;  // core fills device tensors instead
+  }
   return dispatch<WhereJob>(call.out.dtype, ctx, call);
 }
 GPU_ELEMENTWISE(masked_fill_kernel) {
+  if (call.has_scalar_input()) {
+    return kNotSupported;  // core fills device tensors instead
+  }
   return dispatch<MaskedFillJob>(call.out.dtype, ctx, call);
 }
 GPU_ELEMENTWISE(copy_kernel) {
+  if (call.has_scalar_input()) {
+    return kNotSupported;  // core fills device tensors instead
+  }
   return dispatch<CopyJob>(call.out.dtype, ctx, call);
 }
 GPU_ELEMENTWISE(arange_kernel) {

@@ -13,6 +13,7 @@
 // First: c10/core/OptionalRef.h uses its assert macros without including them.
 #include <c10/util/Exception.h>
 
+#include <ATen/Dispatch.h>
 #include <ATen/ops/add_meta.h>
 #include <ATen/ops/addcdiv_meta.h>
 #include <ATen/ops/addcmul_meta.h>
@@ -124,8 +125,28 @@ bool iterator_reverses_inputs(const char* kernel_name) {
   return std::strcmp(kernel_name, "threshold_backward") == 0;
 }
 
+// Operand `arg`, a CPU scalar, converted to `compute` as a cast would (what
+// the materialised device tensor held before scalars became arguments).
+ScalarValue cpu_scalar_value(TensorIteratorBase& iter, int arg,
+                             at::ScalarType compute) {
+  ScalarValue value;
+  value.is_integral = at::isIntegralType(compute, /*includeBool=*/true);
+  AT_DISPATCH_ALL_TYPES_AND3(
+      at::kHalf, at::kBFloat16, at::kBool, compute, "cpu_scalar_value", [&] {
+        const auto converted = iter.scalar_value<scalar_t>(arg);
+        if (value.is_integral) {
+          value.as_int = static_cast<int64_t>(converted);
+          value.as_double = static_cast<double>(value.as_int);
+        } else {
+          value.as_double = static_cast<double>(converted);
+          value.as_int = static_cast<int64_t>(value.as_double);
+        }
+      });
+  return value;
+}
+
 // Calls `kernel` on an iterator whose operands already have the dtypes the
-// kernel expects.
+// kernel expects, but for CPU scalars, which travel as values.
 bool launch(TensorIteratorBase& iter, at::ScalarType compute,
             ElementwiseKernel kernel, const Arguments& args) {
   ElementwiseCall call;
@@ -133,10 +154,21 @@ bool launch(TensorIteratorBase& iter, at::ScalarType compute,
   call.num_inputs = iter.ntensors() - 1;
   TORCH_INTERNAL_ASSERT(call.num_inputs <= kMaxElementwiseInputs);
   for (int i = 0; i < call.num_inputs; ++i) {
-    call.inputs[i] = view_of(iter, i + 1);
+    if (iter.is_cpu_scalar(i + 1)) {
+      TensorView& view = call.inputs[i];
+      view.dtype = *kernel_dtype(compute);  // as every input's
+      view.dim = call.out.dim;
+      std::copy_n(call.out.sizes, view.dim, view.sizes);
+      call.scalar_inputs[i] = true;
+      call.input_values[i] = cpu_scalar_value(iter, i + 1, compute);
+    } else {
+      call.inputs[i] = view_of(iter, i + 1);
+    }
   }
   if (args.reversed_inputs) {
     std::reverse(call.inputs, call.inputs + call.num_inputs);
+    std::reverse(call.scalar_inputs, call.scalar_inputs + call.num_inputs);
+    std::reverse(call.input_values, call.input_values + call.num_inputs);
   }
   call.num_scalars = static_cast<int32_t>(args.scalars.size());
   TORCH_INTERNAL_ASSERT(call.num_scalars <= kMaxElementwiseScalars);
@@ -150,53 +182,53 @@ bool launch(TensorIteratorBase& iter, at::ScalarType compute,
   return kernel_ran(kernel(kernel_context(iter.device(0)), call));
 }
 
-// Runs a built iterator through `kernel`. Operands of another dtype than the
-// kernel expects, and CPU scalars, are first made device tensors of that
-// dtype; an output of another dtype gets a temporary. Returns false when the
-// backend declined (the caller then falls back).
-bool run_elementwise(TensorIteratorBase& iter, DtypeRule rule,
-                     ElementwiseKernel kernel, const Arguments& args) {
-  if (iter.numel() == 0) {
-    return true;
+bool has_cpu_scalar(const TensorIteratorBase& iter) {
+  for (int i = 1; i < iter.ntensors(); ++i) {
+    if (iter.is_cpu_scalar(i)) {
+      return true;
+    }
   }
-  const at::ScalarType compute = compute_dtype(iter, rule);
-  if (!kernel_dtype(compute)) {
-    return false;
-  }
+  return false;
+}
+
+// How CPU scalar operands reach the kernel.
+enum class Scalars { AsValues, AsDeviceTensors };
+
+// Runs `iter` through `kernel` after giving its operands the dtypes the
+// kernel expects: each input converted on the device (CPU scalars kept as
+// values, or filled into device tensors), the output through a temporary
+// when its dtype differs.
+bool run_converted(TensorIteratorBase& iter, DtypeRule rule,
+                   at::ScalarType compute, ElementwiseKernel kernel,
+                   const Arguments& args, Scalars scalars) {
   const Tensor& out = iter.tensor(0);
   const c10::Device device = out.device();
-  c10::DeviceGuard guard(device);
-  const int operands = iter.ntensors();
-  bool uniform = true;
-  for (int i = 0; i < operands; ++i) {
-    uniform = uniform && iter.dtype(i) == expected_dtype(rule, i, compute) &&
-              (i == 0 || !iter.is_cpu_scalar(i));
-  }
-  if (uniform) {
-    return launch(iter, compute, kernel, args);
-  }
   const at::ScalarType out_dtype = expected_dtype(rule, 0, compute);
   const bool typed_out = iter.dtype(0) == out_dtype;
   const Tensor result = typed_out
                             ? out
                             : at::empty_strided(out.sizes(), out.strides(),
                                                 out.options().dtype(out_dtype));
+  const int operands = iter.ntensors();
   std::vector<Tensor> inputs;
   inputs.reserve(operands);  // the config borrows them: no reallocation
   at::TensorIteratorConfig config;
   config.set_check_mem_overlap(false)
       .check_all_same_dtype(false)
+      .allow_cpu_scalars(true)
       .resize_outputs(false)
       .add_output(result);
   for (int i = 1; i < operands; ++i) {
     const at::ScalarType dtype = expected_dtype(rule, i, compute);
-    if (iter.is_cpu_scalar(i)) {
-      // A Python number: filled in on the device (the fill kernel, enqueued)
-      // rather than copied up, which would wait for the copy.
+    if (!iter.is_cpu_scalar(i)) {
+      inputs.push_back(iter.tensor(i).to(device, dtype));
+    } else if (scalars == Scalars::AsValues) {
+      inputs.push_back(iter.tensor(i));  // read by launch()
+    } else {
+      // Filled in on the device (the fill kernel, enqueued) rather than
+      // copied up, which would wait for the copy.
       const c10::Scalar value = iter.tensor(i).to(dtype).item();
       inputs.push_back(at::scalar_tensor(value, out.options().dtype(dtype)));
-    } else {
-      inputs.push_back(iter.tensor(i).to(device, dtype));
     }
     config.add_const_input(inputs.back());
   }
@@ -208,6 +240,32 @@ bool run_elementwise(TensorIteratorBase& iter, DtypeRule rule,
     out.copy_(result);
   }
   return true;
+}
+
+// Runs a built iterator through `kernel`, CPU scalars as values; a kernel
+// that declines those gets them again as device tensors. Returns false when
+// the backend declined (the caller then falls back).
+bool run_elementwise(TensorIteratorBase& iter, DtypeRule rule,
+                     ElementwiseKernel kernel, const Arguments& args) {
+  if (iter.numel() == 0) {
+    return true;
+  }
+  const at::ScalarType compute = compute_dtype(iter, rule);
+  if (!kernel_dtype(compute)) {
+    return false;
+  }
+  c10::DeviceGuard guard(iter.device(0));
+  bool typed = true;
+  for (int i = 0; i < iter.ntensors(); ++i) {
+    typed = typed && (iter.dtype(i) == expected_dtype(rule, i, compute) ||
+                      (i > 0 && iter.is_cpu_scalar(i)));
+  }
+  const bool ran = typed ? launch(iter, compute, kernel, args)
+                         : run_converted(iter, rule, compute, kernel, args,
+                                         Scalars::AsValues);
+  return ran || (has_cpu_scalar(iter) &&
+                 run_converted(iter, rule, compute, kernel, args,
+                               Scalars::AsDeviceTensors));
 }
 
 // The kernel for this call: the row's, or a string argument's variant.

@@ -4,6 +4,7 @@
 // and size the result; the kernel gets 3-D strided views, so transposed and
 // broadcast operands reach it without copies.
 #include <ATen/Context.h>
+#include <ATen/ExpandUtils.h>
 #include <ATen/ops/addmm_meta.h>
 #include <ATen/ops/baddbmm_meta.h>
 #include <ATen/ops/bmm_meta.h>
@@ -21,9 +22,34 @@ namespace {
 
 using at::Tensor;
 
-// A matrix (rows, cols) or a batch of them, as a 3-D view.
-TensorView batched(const Tensor& tensor) {
-  return view_of(tensor.dim() == 2 ? tensor.unsqueeze(0) : tensor);
+// A matrix's view as a batch of one (what unsqueeze(0) gives, without an op
+// call per operand); a batch's unchanged.
+TensorView as_batch(TensorView view) {
+  if (view.dim == 2) {
+    view.dim = 3;
+    view.sizes[2] = view.sizes[1];
+    view.strides[2] = view.strides[1];
+    view.sizes[1] = view.sizes[0];
+    view.strides[1] = view.strides[0];
+    view.sizes[0] = 1;
+    view.strides[0] = view.sizes[1] * view.strides[1];
+  }
+  return view;
+}
+
+TensorView batched(const Tensor& tensor) { return as_batch(view_of(tensor)); }
+
+// addmm's bias broadcast to out's shape (expand's strides, without the op).
+TensorView broadcast_to(const Tensor& bias, const Tensor& out) {
+  TensorView view = view_of(bias);
+  const auto geometry = at::inferExpandGeometry_dimvector(
+      bias.sizes(), bias.strides(), out.sizes());
+  view.dim = static_cast<int32_t>(geometry.sizes.size());
+  for (int d = 0; d < view.dim; ++d) {
+    view.sizes[d] = geometry.sizes[d];
+    view.strides[d] = geometry.strides[d];
+  }
+  return as_batch(view);
 }
 
 // out = alpha * (a @ b) + beta * bias; false when the backend declined.
@@ -52,7 +78,7 @@ bool run_gemm(const Tensor& out, const Tensor& a, const Tensor& b,
     if (!kernel_dtypes(*bias) || bias->scalar_type() != out.scalar_type()) {
       return false;
     }
-    call.c = batched(bias->expand(out.sizes()));
+    call.c = broadcast_to(*bias, out);
   }
   return kernel_ran(kernel(kernel_context(out.device()), call));
 }

@@ -72,7 +72,12 @@ class Table final : public KernelRegistry {
     set_pair("attention", forward, backward, attention_, attention_backward_);
   }
 
+  void multi_tensor(const char* name, MultiTensorKernel kernel) override {
+    add("multi_tensor", name, kernel, multi_tensor_);
+  }
+
   ByName<ElementwiseKernel> elementwise_;
+  ByName<MultiTensorKernel> multi_tensor_;
   AttentionKernel attention_ = nullptr;
   AttentionBackwardKernel attention_backward_ = nullptr;
   VarianceKernel variance_ = nullptr;
@@ -156,6 +161,9 @@ void load_device_kernels(DeviceRuntime* runtime) {
 
 ElementwiseKernel elementwise_kernel(const std::string& name) {
   return lookup(table().elementwise_, name);
+}
+MultiTensorKernel multi_tensor_kernel(const std::string& name) {
+  return lookup(table().multi_tensor_, name);
 }
 ReductionKernel reduction_kernel(const std::string& name) {
   return lookup(table().reduction_, name);

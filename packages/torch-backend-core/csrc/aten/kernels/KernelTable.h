@@ -14,6 +14,7 @@ void load_device_kernels(DeviceRuntime* runtime);
 
 // Each returns nullptr when the backend has no such kernel.
 ElementwiseKernel elementwise_kernel(const std::string& name);
+MultiTensorKernel multi_tensor_kernel(const std::string& name);
 ReductionKernel reduction_kernel(const std::string& name);
 GemmKernel gemm_kernel();
 SoftmaxKernel softmax_kernel(const std::string& name);

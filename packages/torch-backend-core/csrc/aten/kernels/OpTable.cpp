@@ -2,6 +2,7 @@
 // the kernel names a backend registers. Only strings: no meta headers here.
 #include "OpTable.h"
 
+#include <algorithm>
 #include <limits>
 
 #include "ForcedFallback.h"
@@ -38,6 +39,10 @@ std::vector<OpTableRow> op_table() {
            {"_copy_from", "cat", "cat.out"});
   add_rows(rows, "elementwise", "arange",
            elementwise_kernel("arange") != nullptr, {"arange.start_out"});
+  for (const auto& [overload, kernel] : foreach_ops()) {
+    add_rows(rows, "multi_tensor", kernel,
+             multi_tensor_kernel(kernel) != nullptr, {overload.c_str()});
+  }
 #define TORCH_BACKEND_REDUCTION_ROWS(id, Meta, functional, out, empty) \
   add_rows(rows, "reduction", #id, reduction_kernel(#id) != nullptr,   \
            {functional, out});
@@ -104,6 +109,12 @@ std::vector<std::string> known_kernels(const std::string& family) {
     // approximate='tanh' variants (a string argument selects the kernel).
     names.insert(names.end(), {"gelu_tanh", "gelu_backward_tanh"});
     names.insert(names.end(), {"copy", "arange"});  // Copy.cpp, Stubs.cpp
+  } else if (family == "multi_tensor") {
+    for (const auto& [overload, kernel] : foreach_ops()) {
+      if (std::find(names.begin(), names.end(), kernel) == names.end()) {
+        names.push_back(kernel);
+      }
+    }
   } else if (family == "reduction") {
 #define TORCH_BACKEND_REDUCTION_NAME(id, Meta, functional, out, empty) \
   names.emplace_back(#id);

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <torch/library.h>
@@ -157,6 +158,10 @@ std::vector<std::string> register_composite_kernels(torch::Library& aten);
 bool safe_softmax_composable();
 bool mse_loss_composable();
 bool triangle_composable();
+// The _foreach_ ops over the multi-tensor kernels (Foreach.cpp), and every
+// (overload, multi-tensor kernel) pair it serves.
+std::vector<std::string> register_foreach_kernels(torch::Library& aten);
+std::vector<std::pair<std::string, std::string>> foreach_ops();
 // ATen's own native kernels (arange) over device-kernel DispatchStubs.
 std::vector<std::string> register_stub_kernels(torch::Library& aten);
 

@@ -13,18 +13,19 @@ import time
 import torch
 
 from torch_backend.bench.cases import CASES
+from torch_backend.bench.separate import CASES as SEPARATE_CASES
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("case", help="a substring of a case name, e.g. 'add, 16'")
+    parser.add_argument("case", help="a substring of a case name of either benchmark, e.g. 'add, 16' or 'x * 2'")
     parser.add_argument("--device", default=None, help="device type (default: the active backend)")
     parser.add_argument("--seconds", type=float, default=20.0)
     args = parser.parse_args()
     import torch_backend
 
     device_type = args.device or torch_backend.active_backend().name
-    case = next(c for c in CASES if args.case in c.name)
+    case = next(c for c in [*CASES, *SEPARATE_CASES] if args.case in c.name)
     device = torch.device(device_type, 0) if device_type != "cpu" else torch.device("cpu")
     work = case.make(device)
 

@@ -9,4 +9,8 @@ TORCH_BACKEND_NPU_DECLARE_ACLNN(aclnnAdd, const aclTensor* self,
                                 const aclTensor* other, const aclScalar* alpha,
                                 aclTensor* out)
 
+TORCH_BACKEND_NPU_DECLARE_ACLNN(aclnnAdds, const aclTensor* self,
+                                const aclScalar* other, const aclScalar* alpha,
+                                aclTensor* out)
+
 #endif  // TORCH_BACKEND_NPU_ACLNN_ADD_H_

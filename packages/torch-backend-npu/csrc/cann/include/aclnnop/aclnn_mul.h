@@ -8,4 +8,7 @@
 TORCH_BACKEND_NPU_DECLARE_ACLNN(aclnnMul, const aclTensor* self,
                                 const aclTensor* other, aclTensor* out)
 
+TORCH_BACKEND_NPU_DECLARE_ACLNN(aclnnMuls, const aclTensor* self,
+                                const aclScalar* other, aclTensor* out)
+
 #endif  // TORCH_BACKEND_NPU_ACLNN_MUL_H_
