@@ -125,23 +125,13 @@ bool iterator_reverses_inputs(const char* kernel_name) {
   return std::strcmp(kernel_name, "threshold_backward") == 0;
 }
 
-// Operand `arg`, a CPU scalar, converted to `compute` as a cast would (what
-// the materialised device tensor held before scalars became arguments).
-ScalarValue cpu_scalar_value(TensorIteratorBase& iter, int arg,
-                             at::ScalarType compute) {
-  ScalarValue value;
-  value.is_integral = at::isIntegralType(compute, /*includeBool=*/true);
+// The CPU scalar operand `arg` (a wrapped Python number or a 0-dim CPU
+// tensor) as a Scalar, read without an op call.
+c10::Scalar cpu_operand(const TensorIteratorBase& iter, int arg) {
+  c10::Scalar value;
   AT_DISPATCH_ALL_TYPES_AND3(
-      at::kHalf, at::kBFloat16, at::kBool, compute, "cpu_scalar_value", [&] {
-        const auto converted = iter.scalar_value<scalar_t>(arg);
-        if (value.is_integral) {
-          value.as_int = static_cast<int64_t>(converted);
-          value.as_double = static_cast<double>(value.as_int);
-        } else {
-          value.as_double = static_cast<double>(converted);
-          value.as_int = static_cast<int64_t>(value.as_double);
-        }
-      });
+      at::kHalf, at::kBFloat16, at::kBool, iter.dtype(arg), "cpu_operand",
+      [&] { value = *static_cast<const scalar_t*>(iter.data_ptr(arg)); });
   return value;
 }
 
@@ -160,7 +150,7 @@ bool launch(TensorIteratorBase& iter, at::ScalarType compute,
       view.dim = call.out.dim;
       std::copy_n(call.out.sizes, view.dim, view.sizes);
       call.scalar_inputs[i] = true;
-      call.input_values[i] = cpu_scalar_value(iter, i + 1, compute);
+      call.input_values[i] = cast_scalar(cpu_operand(iter, i + 1), compute);
     } else {
       call.inputs[i] = view_of(iter, i + 1);
     }

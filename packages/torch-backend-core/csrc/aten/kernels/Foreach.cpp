@@ -5,7 +5,6 @@
 // non-dense tensors, a scalar that would promote), and lists the kernel
 // declines, take ATen's slow path: the op tensor by tensor, through the
 // element-wise kernels. The same split as CUDA's foreach kernels.
-#include <ATen/Dispatch.h>
 #include <ATen/native/ForeachUtils.h>
 #include <ATen/ops/_foreach_add_native.h>
 #include <ATen/ops/_foreach_addcdiv_native.h>
@@ -64,26 +63,6 @@ TensorView dense_view(const Tensor& tensor) {
   return view;
 }
 
-// A scalar operand in the compute dtype, as the per-tensor op would cast it
-// (the fast route has checked it does not promote the tensor's dtype).
-ScalarValue operand_value(const Scalar& scalar, at::ScalarType compute) {
-  ScalarValue value;
-  value.is_integral = at::isIntegralType(compute, /*includeBool=*/true);
-  AT_DISPATCH_ALL_TYPES_AND3(
-      at::kHalf, at::kBFloat16, at::kBool, compute, "operand_value", [&] {
-        if (value.is_integral) {
-          value.as_int = static_cast<int64_t>(static_cast<scalar_t>(
-              scalar.isBoolean() ? scalar.toBool() : scalar.toLong()));
-          value.as_double = static_cast<double>(value.as_int);
-        } else {
-          value.as_double =
-              static_cast<double>(static_cast<scalar_t>(scalar.toDouble()));
-          value.as_int = static_cast<int64_t>(value.as_double);
-        }
-      });
-  return value;
-}
-
 // One call of the multi-tensor kernel `name` for out[t] = op(inputs[t]...,
 // scalars[t]...); false when the backend has no such kernel or declined.
 bool run_multi_tensor(const char* name, TensorList out,
@@ -111,7 +90,7 @@ bool run_multi_tensor(const char* name, TensorList out,
         call.inputs[k].data = nullptr;
         call.inputs[k].strides[0] = 0;
         call.scalar_inputs[k] = true;
-        call.input_values[k] = operand_value(input.scalar_for(t), dtype);
+        call.input_values[k] = cast_scalar(input.scalar_for(t), dtype);
       }
     }
     for (const Source& scalar : scalars) {

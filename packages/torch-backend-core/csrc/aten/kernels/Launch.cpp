@@ -87,6 +87,24 @@ ScalarValue scalar_value(const c10::Scalar& scalar, at::ScalarType compute) {
   return value;
 }
 
+ScalarValue cast_scalar(const c10::Scalar& scalar, at::ScalarType compute) {
+  ScalarValue value;
+  value.is_integral = at::isIntegralType(compute, /*includeBool=*/true);
+  AT_DISPATCH_ALL_TYPES_AND3(
+      at::kHalf, at::kBFloat16, at::kBool, compute, "cast_scalar", [&] {
+        if (value.is_integral) {
+          value.as_int = static_cast<int64_t>(static_cast<scalar_t>(
+              scalar.isBoolean() ? scalar.toBool() : scalar.toLong()));
+          value.as_double = static_cast<double>(value.as_int);
+        } else {
+          value.as_double =
+              static_cast<double>(static_cast<scalar_t>(scalar.toDouble()));
+          value.as_int = static_cast<int64_t>(value.as_double);
+        }
+      });
+  return value;
+}
+
 KernelContext kernel_context(const c10::Device& device) {
   KernelContext ctx;
   ctx.device = device.index();

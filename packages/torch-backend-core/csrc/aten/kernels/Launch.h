@@ -39,6 +39,11 @@ TensorView view_of(const at::TensorIteratorBase& iter, int arg);
 // ("value cannot be converted to type int8_t without overflow").
 ScalarValue scalar_value(const c10::Scalar& scalar, at::ScalarType compute);
 
+// A Python number operand (`x * 2`, `_foreach_mul_(xs, 2)`) in `compute`'s
+// C++ type as a cast gives it, without the overflow check of scalar_value:
+// the CPU converts such operands that way.
+ScalarValue cast_scalar(const c10::Scalar& scalar, at::ScalarType compute);
+
 // The current stream of `device`, which the kernel enqueues on.
 KernelContext kernel_context(const c10::Device& device);
 
