@@ -10,13 +10,10 @@
 #include <unistd.h>
 
 #include <cstdio>
-#include <cstring>
 #include <functional>
 #include <memory>
 #include <mutex>
 #include <random>
-#include <thread>
-#include <tuple>
 #include <unordered_map>
 #include <vector>
 

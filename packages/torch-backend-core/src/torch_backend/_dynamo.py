@@ -20,11 +20,16 @@ import torch
 
 
 def register(module: ModuleType, device_name: str) -> None:
-    """Register ``module`` (``torch.<device_name>``) with Dynamo."""
+    """Register ``module`` (``torch.<device_name>``) with Dynamo, and a compile backend named after
+    the device (``torch.compile(model, backend="fake")``, in ``torch._dynamo.list_backends()``)."""
+    from torch._dynamo import register_backend
     from torch._dynamo.device_interface import register_interface_for_device
+
+    from torch_backend._inductor import device_compiler
 
     register_interface_for_device(device_name, make_interface(module))
     _register_traceable_functions(module, device_name)
+    register_backend(compiler_fn=device_compiler(device_name), name=device_name)
 
 
 def make_interface(module: ModuleType) -> type:

@@ -18,6 +18,7 @@ so compiled code cached for one kind of memory is never reused for another.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -43,13 +44,13 @@ def register(device_name: str) -> None:
     from torch._inductor.codegen.common import register_backend_for_device, register_device_op_overrides
     from torch._inductor.codegen.wrapper_fxir import WrapperFxCodegen
 
-    from torch_backend import _C
     from torch_backend._activation import active_backend
 
     backend = active_backend()
-    if backend is not None and backend.inductor is not None:
+    kind = codegen_kind()
+    if kind == "own":
         codegen, identity = backend.inductor(), f"{backend.name}-own"
-    elif _C._host_addressable():
+    elif kind == "host-kernels":
         from torch_backend._inductor_host import host_kernel_codegen
 
         codegen, identity = host_kernel_codegen(device_name), "host-kernels"
@@ -66,6 +67,43 @@ def register(device_name: str) -> None:
         codegen.fx_wrapper or WrapperFxCodegen,
         device_custom_pass=codegen_identity(f"torch-backend:{device_name}:{identity}"),
     )
+
+
+def codegen_kind() -> str:
+    """The active backend's code generator: ``own`` (``Backend.inductor``), ``host-kernels``
+    (Inductor's C++ kernels, memory the host may address) or ``none``."""
+    from torch_backend import _C
+    from torch_backend._activation import active_backend
+
+    backend = active_backend()
+    if backend is not None and backend.inductor is not None:
+        return "own"
+    return "host-kernels" if _C._host_addressable() else "none"
+
+
+def device_compiler(device_name: str) -> Callable[..., Any]:
+    """The Dynamo backend named after the device: ``torch.compile(model, backend="fake")``.
+
+    Inductor with the device's best code generator, as ``backend="inductor"``; where the device
+    has none, Inductor's graphs run every op on the backend's eager kernels
+    (``fallback_by_default``) instead of failing. ``mode`` and ``options`` mean what they mean
+    for Inductor.
+    """
+
+    def compile_for_device(
+        gm: Any, example_inputs: Any, mode: str | None = None, options: dict[str, Any] | None = None
+    ) -> Any:
+        from torch._inductor import list_mode_options
+        from torch._inductor.compile_fx import compile_fx
+
+        patches = dict(list_mode_options(mode)) if mode else {}
+        patches.update(options or {})
+        if codegen_kind() == "none":
+            patches.setdefault("fallback_by_default", True)
+        return compile_fx(gm, example_inputs, config_patches=patches)
+
+    compile_for_device.__name__ = compile_for_device.__qualname__ = device_name
+    return compile_for_device
 
 
 def codegen_identity(identity: str) -> Any:
@@ -96,9 +134,10 @@ def no_codegen(device_name: str) -> InductorCodegen:
     message = (
         f"torch-backend: Inductor cannot generate kernels for '{device_name}': its memory is not "
         "host-addressable and the backend supplies no code generator (Backend.inductor). "
-        "torch.compile(model, options={'fallback_by_default': True}) runs Inductor's graphs on the "
-        "backend's eager kernels; torch.compile(model, backend='aot_eager') traces the same graphs "
-        "and runs them eagerly."
+        f"torch.compile(model, backend='{device_name}') or torch.compile(model, "
+        "options={'fallback_by_default': True}) runs Inductor's graphs on the backend's eager "
+        "kernels; torch.compile(model, backend='aot_eager') traces the same graphs and runs them "
+        "eagerly."
     )
 
     class NoKernelScheduling(BaseScheduling):

@@ -2,7 +2,8 @@
 
 Inductor generates C++ kernels for devices whose memory the host may address;
 elsewhere (no code generator registered) its graphs run every op on the
-backend's eager kernels, which `fallback_by_default` asks for.
+backend's eager kernels, which `fallback_by_default` asks for, and which the
+compile backend named after the device (`backend="<device>"`) chooses itself.
 """
 
 from __future__ import annotations
@@ -37,5 +38,28 @@ def test_compiled_training_step_matches_eager() -> None:
     eager = [p.grad.cpu() for p in model.parameters()]
     model.zero_grad()
     torch.compile(loss_of, options=inductor_options())(model).backward()
+    for compiled_grad, eager_grad in zip((p.grad.cpu() for p in model.parameters()), eager, strict=True):
+        torch.testing.assert_close(compiled_grad, eager_grad, rtol=1e-5, atol=1e-6)
+
+
+def test_the_device_names_a_compile_backend_that_needs_no_options() -> None:
+    import torch._dynamo
+
+    assert DEVICE in torch._dynamo.list_backends()
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.SiLU(), torch.nn.Linear(16, 1)).to(DEVICE)
+    x, y = torch.randn(6, 8, device=DEVICE), torch.randn(6, 1, device=DEVICE)
+
+    def loss_of(m: torch.nn.Module) -> torch.Tensor:
+        return torch.nn.functional.mse_loss(m(x), y)
+
+    loss_of(model).backward()
+    eager = [p.grad.cpu() for p in model.parameters()]
+    model.zero_grad()
+    # With the device's best code generator, or its eager kernels where it has none: no options.
+    compiled = torch.compile(loss_of, backend=DEVICE)
+    torch.testing.assert_close(compiled(model).cpu(), loss_of(model).cpu(), rtol=1e-5, atol=1e-6)
+    model.zero_grad()
+    compiled(model).backward()
     for compiled_grad, eager_grad in zip((p.grad.cpu() for p in model.parameters()), eager, strict=True):
         torch.testing.assert_close(compiled_grad, eager_grad, rtol=1e-5, atol=1e-6)
