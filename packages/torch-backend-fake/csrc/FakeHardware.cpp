@@ -174,12 +174,11 @@ void Stream::run() {
     wait_for_work(lock);
     Item item = std::move(queue_.front());
     queue_.pop_front();
-    if (item.marker) {
-      ++completed_;
-      work_done_.notify_all();
+    if (item.signal) {
       lock.unlock();
-      item.work();
+      item.signal([this] { ++completed_; });
       lock.lock();
+      work_done_.notify_all();
       continue;
     }
     lock.unlock();
@@ -192,8 +191,10 @@ void Stream::run() {
 
 // --- events ------------------------------------------------------------------
 
-void Event::complete(std::uint64_t generation) {
+void Event::complete(std::uint64_t generation,
+                     const std::function<void()>& count_done) {
   std::lock_guard<std::mutex> lock(mutex);
+  count_done();
   completed = std::max(completed, generation);
   when = Clock::now();
   done.notify_all();
@@ -210,7 +211,10 @@ void Event::record_on(Stream& stream, const std::shared_ptr<Event>& self) {
     std::lock_guard<std::mutex> lock(mutex);
     generation = ++recorded;
   }
-  stream.enqueue_marker([self, generation] { self->complete(generation); });
+  stream.enqueue_marker(
+      [self, generation](const std::function<void()>& count_done) {
+        self->complete(generation, count_done);
+      });
 }
 
 std::uint64_t Event::last_recorded() {

@@ -86,16 +86,18 @@ class Stream {
   // (shutdown contract in DeviceRuntime.h).
   explicit Stream(int device);
 
-  void enqueue(std::function<void()> work) { push({std::move(work), false}); }
+  void enqueue(std::function<void()> work) { push({std::move(work), {}}); }
   // Runs a kernel on the calling thread if the stream has nothing queued or
   // running (TORCH_BACKEND_FAKE_INLINE_KERNELS=1); false: enqueue it. Work
   // enqueued meanwhile by other threads waits behind it, in stream order.
   bool try_run_inline(const std::function<void()>& work);
-  // Runs `signal` once all earlier work is done *and counted*, so that a
-  // thread woken by it already sees the stream idle (event semantics).
-  void enqueue_marker(std::function<void()> signal) {
-    push({std::move(signal), true});
-  }
+  // A marker's signal (an event's completion) gets the call that counts the
+  // marker done on the stream, and makes it inside the lock that publishes
+  // its own effect: no thread then sees the stream idle (synchronize
+  // returned) while the event still reads incomplete, nor the reverse.
+  using Signal = std::function<void(const std::function<void()>& count_done)>;
+  // Runs `signal` once all earlier work is done (event semantics).
+  void enqueue_marker(Signal signal) { push({{}, std::move(signal)}); }
 
   // Counters change under the mutex but are read without it: an idle
   // stream (the common case: the CPU fallback synchronises before every
@@ -112,7 +114,7 @@ class Stream {
  private:
   struct Item {
     std::function<void()> work;
-    bool marker;
+    Signal signal;  // set: a marker
   };
 
   void push(Item item);
@@ -136,7 +138,9 @@ class Stream {
 struct Event {
   explicit Event(bool timing) : timing(timing) {}
 
-  void complete(std::uint64_t generation);
+  // Marks `generation` complete; `count_done` runs under the same lock.
+  void complete(std::uint64_t generation,
+                const std::function<void()>& count_done);
   void wait_for(std::uint64_t generation);
   // Records the work `stream` has so far; returns when that is enqueued.
   void record_on(Stream& stream, const std::shared_ptr<Event>& self);
