@@ -144,13 +144,9 @@ bool launch(TensorIteratorBase& iter, at::ScalarType compute,
   call.num_inputs = iter.ntensors() - 1;
   TORCH_INTERNAL_ASSERT(call.num_inputs <= kMaxElementwiseInputs);
   for (int i = 0; i < call.num_inputs; ++i) {
-    if (iter.is_cpu_scalar(i + 1)) {
-      TensorView& view = call.inputs[i];
-      view.dtype = *kernel_dtype(compute);  // as every input's
-      view.dim = call.out.dim;
-      std::copy_n(call.out.sizes, view.dim, view.sizes);
-      call.scalar_inputs[i] = true;
-      call.input_values[i] = cast_scalar(cpu_operand(iter, i + 1), compute);
+    if (iter.is_cpu_scalar(i + 1)) {  // in the compute dtype, as every input
+      set_scalar_input(call, i, *kernel_dtype(compute),
+                       cast_scalar(cpu_operand(iter, i + 1), compute));
     } else {
       call.inputs[i] = view_of(iter, i + 1);
     }

@@ -86,11 +86,8 @@ bool run_multi_tensor(const char* name, TensorList out,
       if (input.is_list()) {
         call.inputs[k] = dense_view(input.list[t]);
       } else {
-        call.inputs[k] = call.out;
-        call.inputs[k].data = nullptr;
-        call.inputs[k].strides[0] = 0;
-        call.scalar_inputs[k] = true;
-        call.input_values[k] = cast_scalar(input.scalar_for(t), dtype);
+        set_scalar_input(call, k, call.out.dtype,
+                         cast_scalar(input.scalar_for(t), dtype));
       }
     }
     for (const Source& scalar : scalars) {
@@ -123,176 +120,167 @@ bool fast(std::initializer_list<TensorList> lists, ScalarList scalars = {},
   return at::native::can_use_fast_route(lists, scalars, to_float);
 }
 
-// ---- the ops: in-place and functional forms of each overload -------------
-// Each checks what ATen's own kernels check, tries the multi-tensor kernel
-// on the fast route, and otherwise runs ATen's slow path.
+// In place: the multi-tensor kernel on the fast route, else `slow()`.
+template <class Slow>
+void in_place(const char* kernel, bool fast_route, TensorList self,
+              at::ArrayRef<Source> inputs, at::ArrayRef<Source> scalars,
+              Slow slow) {
+  if (!fast_route || !run_multi_tensor(kernel, self, inputs, scalars)) {
+    slow();
+  }
+}
 
-#define TORCH_BACKEND_BINARY_LIST(op, slow)                          \
-  void op##_list_(TensorList self, TensorList other) {               \
-    at::native::check_foreach_api_restrictions(self, other);         \
-    if (!fast({self, other}, {}, is_div(#op)) ||                     \
-        !run_multi_tensor(#op, self, {self, other})) {               \
-      at::native::slow##_(self, other);                              \
-    }                                                                \
-  }                                                                  \
-  std::vector<Tensor> op##_list(TensorList self, TensorList other) { \
-    at::native::check_foreach_api_restrictions(self, other);         \
-    if (fast({self, other}, {}, is_div(#op))) {                      \
-      std::vector<Tensor> out = empty_like_each(self);               \
-      if (run_multi_tensor(#op, out, {self, other})) {               \
-        return out;                                                  \
-      }                                                              \
-    }                                                                \
-    return at::native::slow(self, other);                            \
+// Functional: new outputs from the multi-tensor kernel on the fast route,
+// else `slow()`'s.
+template <class Slow>
+std::vector<Tensor> functional(const char* kernel, bool fast_route,
+                               TensorList self, at::ArrayRef<Source> inputs,
+                               at::ArrayRef<Source> scalars, Slow slow) {
+  if (fast_route) {
+    std::vector<Tensor> out = empty_like_each(self);
+    if (run_multi_tensor(kernel, out, inputs, scalars)) {
+      return out;
+    }
+  }
+  return slow();
+}
+
+// ---- the ops: in-place and functional forms of each overload -------------
+// Each checks what ATen's own kernels check, then runs as above: `kernel`
+// is the multi-tensor kernel, `slow` ATen's per-tensor path, `to_float`
+// whether the op makes integer inputs floating (the fast route refuses
+// those).
+
+// self op other, element by element.
+#define TORCH_BACKEND_BINARY_LIST(op, to_float, slow)                         \
+  void op##_list_(TensorList self, TensorList other) {                        \
+    at::native::check_foreach_api_restrictions(self, other);                  \
+    in_place(#op, fast({self, other}, {}, to_float), self, {self, other}, {}, \
+             [&] { at::native::slow##_(self, other); });                      \
+  }                                                                           \
+  std::vector<Tensor> op##_list(TensorList self, TensorList other) {          \
+    at::native::check_foreach_api_restrictions(self, other);                  \
+    return functional(#op, fast({self, other}, {}, to_float), self,           \
+                      {self, other}, {},                                      \
+                      [&] { return at::native::slow(self, other); });         \
   }
 
-constexpr bool is_div(const char* op) { return op[0] == 'd'; }
-
-TORCH_BACKEND_BINARY_LIST(mul, foreach_tensor_mul_list_kernel_slow)
-TORCH_BACKEND_BINARY_LIST(div, foreach_tensor_div_list_kernel_slow)
+TORCH_BACKEND_BINARY_LIST(mul, false, foreach_tensor_mul_list_kernel_slow)
+TORCH_BACKEND_BINARY_LIST(div, true, foreach_tensor_div_list_kernel_slow)
 #undef TORCH_BACKEND_BINARY_LIST
 
-// add/sub with alpha.
-#define TORCH_BACKEND_ALPHA_LIST(op, slow)                                  \
-  void op##_list_(TensorList self, TensorList other, const Scalar& alpha) { \
-    at::native::check_foreach_api_restrictions(self, other);                \
-    if (!fast({self, other}, alpha) ||                                      \
-        !run_multi_tensor(#op, self, {self, other}, {alpha})) {             \
-      at::native::slow##_(self, other, alpha);                              \
-    }                                                                       \
-  }                                                                         \
-  std::vector<Tensor> op##_list(TensorList self, TensorList other,          \
-                                const Scalar& alpha) {                      \
-    at::native::check_foreach_api_restrictions(self, other);                \
-    if (fast({self, other}, alpha)) {                                       \
-      std::vector<Tensor> out = empty_like_each(self);                      \
-      if (run_multi_tensor(#op, out, {self, other}, {alpha})) {             \
-        return out;                                                         \
-      }                                                                     \
-    }                                                                       \
-    return at::native::slow(self, other, alpha);                            \
+// self + alpha * other (add), self - alpha * other (sub).
+#define TORCH_BACKEND_ALPHA_LIST(op, slow)                                   \
+  void op##_list_(TensorList self, TensorList other, const Scalar& alpha) {  \
+    at::native::check_foreach_api_restrictions(self, other);                 \
+    in_place(#op, fast({self, other}, alpha), self, {self, other}, {alpha},  \
+             [&] { at::native::slow##_(self, other, alpha); });              \
+  }                                                                          \
+  std::vector<Tensor> op##_list(TensorList self, TensorList other,           \
+                                const Scalar& alpha) {                       \
+    at::native::check_foreach_api_restrictions(self, other);                 \
+    return functional(#op, fast({self, other}, alpha), self, {self, other},  \
+                      {alpha},                                               \
+                      [&] { return at::native::slow(self, other, alpha); }); \
   }
 
 TORCH_BACKEND_ALPHA_LIST(add, foreach_tensor_add_list_kernel_slow)
 TORCH_BACKEND_ALPHA_LIST(sub, foreach_tensor_sub_list_kernel_slow)
 #undef TORCH_BACKEND_ALPHA_LIST
 
-// A scalar (or a scalar per tensor) as the second operand; add and sub take
-// alpha 1.
-#define TORCH_BACKEND_SCALAR_OPERAND(op, kind, Kind, slow)             \
-  void op##_##kind##_(TensorList self, Kind scalar) {                  \
-    at::native::check_foreach_api_restrictions(self);                  \
-    if (!fast({self}, scalar, is_div(#op)) ||                          \
-        !run_multi_tensor(#op, self, {self, scalar}, alpha_of(#op))) { \
-      at::native::slow##_(self, scalar);                               \
-    }                                                                  \
-  }                                                                    \
-  std::vector<Tensor> op##_##kind(TensorList self, Kind scalar) {      \
-    at::native::check_foreach_api_restrictions(self);                  \
-    if (fast({self}, scalar, is_div(#op))) {                           \
-      std::vector<Tensor> out = empty_like_each(self);                 \
-      if (run_multi_tensor(#op, out, {self, scalar}, alpha_of(#op))) { \
-        return out;                                                    \
-      }                                                                \
-    }                                                                  \
-    return at::native::slow(self, scalar);                             \
+// A scalar (or a scalar per tensor) as the second operand; `alpha`: the
+// kernel also takes an alpha (add, sub), 1 here.
+#define TORCH_BACKEND_SCALAR_OPERAND(op, kind, Kind, to_float, alpha, slow) \
+  void op##_##kind##_(TensorList self, Kind scalar) {                       \
+    at::native::check_foreach_api_restrictions(self);                       \
+    in_place(#op, fast({self}, scalar, to_float), self, {self, scalar},     \
+             alpha_of(alpha), [&] { at::native::slow##_(self, scalar); });  \
+  }                                                                         \
+  std::vector<Tensor> op##_##kind(TensorList self, Kind scalar) {           \
+    at::native::check_foreach_api_restrictions(self);                       \
+    return functional(#op, fast({self}, scalar, to_float), self,            \
+                      {self, scalar}, alpha_of(alpha),                      \
+                      [&] { return at::native::slow(self, scalar); });      \
   }
 
-// add and sub take alpha: 1 here.
-at::ArrayRef<Source> alpha_of(const char* op) {
-  static const Scalar one(1);
-  static const Source alpha[] = {Source(one)};
-  return op[0] == 'a' || op[0] == 's' ? at::ArrayRef<Source>(alpha)
-                                      : at::ArrayRef<Source>();
+at::ArrayRef<Source> alpha_of(bool alpha) {
+  static const Scalar value(1);
+  static const Source one[] = {Source(value)};
+  return alpha ? at::ArrayRef<Source>(one) : at::ArrayRef<Source>();
 }
 
-TORCH_BACKEND_SCALAR_OPERAND(add, scalar, const Scalar&,
+TORCH_BACKEND_SCALAR_OPERAND(add, scalar, const Scalar&, false, true,
                              foreach_tensor_add_scalar_kernel_slow)
-TORCH_BACKEND_SCALAR_OPERAND(sub, scalar, const Scalar&,
+TORCH_BACKEND_SCALAR_OPERAND(sub, scalar, const Scalar&, false, true,
                              foreach_tensor_sub_scalar_kernel_slow)
-TORCH_BACKEND_SCALAR_OPERAND(mul, scalar, const Scalar&,
+TORCH_BACKEND_SCALAR_OPERAND(mul, scalar, const Scalar&, false, false,
                              foreach_tensor_mul_scalar_kernel_slow)
-TORCH_BACKEND_SCALAR_OPERAND(div, scalar, const Scalar&,
+TORCH_BACKEND_SCALAR_OPERAND(div, scalar, const Scalar&, true, false,
                              foreach_tensor_div_scalar_kernel_slow)
-TORCH_BACKEND_SCALAR_OPERAND(add, scalarlist, ScalarList,
+TORCH_BACKEND_SCALAR_OPERAND(add, scalarlist, ScalarList, false, true,
                              foreach_tensor_add_scalarlist_kernel_slow)
-TORCH_BACKEND_SCALAR_OPERAND(sub, scalarlist, ScalarList,
+TORCH_BACKEND_SCALAR_OPERAND(sub, scalarlist, ScalarList, false, true,
                              foreach_tensor_sub_scalarlist_kernel_slow)
-TORCH_BACKEND_SCALAR_OPERAND(mul, scalarlist, ScalarList,
+TORCH_BACKEND_SCALAR_OPERAND(mul, scalarlist, ScalarList, false, false,
                              foreach_tensor_mul_scalarlist_kernel_slow)
-TORCH_BACKEND_SCALAR_OPERAND(div, scalarlist, ScalarList,
+TORCH_BACKEND_SCALAR_OPERAND(div, scalarlist, ScalarList, true, false,
                              foreach_tensor_div_scalarlist_kernel_slow)
 #undef TORCH_BACKEND_SCALAR_OPERAND
 
 // addcmul / addcdiv: self + value * t1 (op) t2, value one or per tensor.
-#define TORCH_BACKEND_POINTWISE(op, kind, Kind, slow)                \
-  void op##_##kind##_(TensorList self, TensorList t1, TensorList t2, \
-                      Kind value) {                                  \
-    at::native::check_foreach_api_restrictions(self, t1, t2);        \
-    if (!fast({self, t1, t2}, value, is_addcdiv(#op)) ||             \
-        !run_multi_tensor(#op, self, {self, t1, t2}, {value})) {     \
-      at::native::slow##_(self, t1, t2, value);                      \
-    }                                                                \
-  }                                                                  \
-  std::vector<Tensor> op##_##kind(TensorList self, TensorList t1,    \
-                                  TensorList t2, Kind value) {       \
-    at::native::check_foreach_api_restrictions(self, t1, t2);        \
-    if (fast({self, t1, t2}, value, is_addcdiv(#op))) {              \
-      std::vector<Tensor> out = empty_like_each(self);               \
-      if (run_multi_tensor(#op, out, {self, t1, t2}, {value})) {     \
-        return out;                                                  \
-      }                                                              \
-    }                                                                \
-    return at::native::slow(self, t1, t2, value);                    \
+#define TORCH_BACKEND_POINTWISE(op, kind, Kind, to_float, slow)                \
+  void op##_##kind##_(TensorList self, TensorList t1, TensorList t2,           \
+                      Kind value) {                                            \
+    at::native::check_foreach_api_restrictions(self, t1, t2);                  \
+    in_place(#op, fast({self, t1, t2}, value, to_float), self, {self, t1, t2}, \
+             {value}, [&] { at::native::slow##_(self, t1, t2, value); });      \
+  }                                                                            \
+  std::vector<Tensor> op##_##kind(TensorList self, TensorList t1,              \
+                                  TensorList t2, Kind value) {                 \
+    at::native::check_foreach_api_restrictions(self, t1, t2);                  \
+    return functional(#op, fast({self, t1, t2}, value, to_float), self,        \
+                      {self, t1, t2}, {value},                                 \
+                      [&] { return at::native::slow(self, t1, t2, value); });  \
   }
 
-constexpr bool is_addcdiv(const char* op) { return op[4] == 'd'; }
-
-TORCH_BACKEND_POINTWISE(addcmul, scalar, const Scalar&,
+TORCH_BACKEND_POINTWISE(addcmul, scalar, const Scalar&, false,
                         foreach_tensor_addcmul_scalar_slow)
-TORCH_BACKEND_POINTWISE(addcmul, scalarlist, ScalarList,
+TORCH_BACKEND_POINTWISE(addcmul, scalarlist, ScalarList, false,
                         foreach_tensor_addcmul_scalarlist_slow)
-TORCH_BACKEND_POINTWISE(addcdiv, scalar, const Scalar&,
+TORCH_BACKEND_POINTWISE(addcdiv, scalar, const Scalar&, true,
                         foreach_tensor_addcdiv_scalar_slow)
-TORCH_BACKEND_POINTWISE(addcdiv, scalarlist, ScalarList,
+TORCH_BACKEND_POINTWISE(addcdiv, scalarlist, ScalarList, true,
                         foreach_tensor_addcdiv_scalarlist_slow)
 #undef TORCH_BACKEND_POINTWISE
 
-// lerp with one weight: self + weight * (end - self).
+// lerp with one weight: self + weight * (end - self); floating only.
 void lerp_scalar_(TensorList self, TensorList end, const Scalar& weight) {
   at::native::check_foreach_api_restrictions(self, end);
-  if (!fast({self, end}, {}, true) ||
-      !run_multi_tensor("lerp_scalar", self, {self, end}, {weight})) {
-    at::native::foreach_tensor_lerp_list_kernel_slow_(self, end, weight);
-  }
+  in_place("lerp_scalar", fast({self, end}, {}, true), self, {self, end},
+           {weight}, [&] {
+             at::native::foreach_tensor_lerp_list_kernel_slow_(self, end,
+                                                               weight);
+           });
 }
 std::vector<Tensor> lerp_scalar(TensorList self, TensorList end,
                                 const Scalar& weight) {
   at::native::check_foreach_api_restrictions(self, end);
-  if (fast({self, end}, {}, true)) {
-    std::vector<Tensor> out = empty_like_each(self);
-    if (run_multi_tensor("lerp_scalar", out, {self, end}, {weight})) {
-      return out;
-    }
-  }
-  return at::native::foreach_tensor_lerp_list_kernel_slow(self, end, weight);
+  return functional("lerp_scalar", fast({self, end}, {}, true), self,
+                    {self, end}, {weight}, [&] {
+                      return at::native::foreach_tensor_lerp_list_kernel_slow(
+                          self, end, weight);
+                    });
 }
 
 void sqrt_(TensorList self) {
   at::native::check_foreach_api_restrictions(self);
-  if (!fast({self}, {}, true) || !run_multi_tensor("sqrt", self, {self})) {
-    at::native::foreach_tensor_sqrt_slow_(self);
-  }
+  in_place("sqrt", fast({self}, {}, true), self, {self}, {},
+           [&] { at::native::foreach_tensor_sqrt_slow_(self); });
 }
 std::vector<Tensor> sqrt(TensorList self) {
   at::native::check_foreach_api_restrictions(self);
-  if (fast({self}, {}, true)) {
-    std::vector<Tensor> out = empty_like_each(self);
-    if (run_multi_tensor("sqrt", out, {self})) {
-      return out;
-    }
-  }
-  return at::native::foreach_tensor_sqrt_slow(self);
+  return functional("sqrt", fast({self}, {}, true), self, {self}, {},
+                    [&] { return at::native::foreach_tensor_sqrt_slow(self); });
 }
 
 // Every overload: (ATen overload, multi-tensor kernel, registration).

@@ -10,6 +10,9 @@
 
 #include <torch_backend/Runtime.h>
 
+#include <algorithm>
+#include <type_traits>
+
 #include "../../runtime/Streams.h"
 #include "../fallback/Fallback.h"
 
@@ -70,12 +73,17 @@ TensorView view_of(const at::TensorIteratorBase& iter, int arg) {
   return view;
 }
 
-ScalarValue scalar_value(const c10::Scalar& scalar, at::ScalarType compute) {
+namespace {
+
+// A ScalarValue in `compute`: convert(scalar_t{}) gives the value in that
+// dtype's C++ type.
+template <class Convert>
+ScalarValue value_in(at::ScalarType compute, Convert convert) {
   ScalarValue value;
   value.is_integral = at::isIntegralType(compute, /*includeBool=*/true);
   AT_DISPATCH_ALL_TYPES_AND3(
       at::kHalf, at::kBFloat16, at::kBool, compute, "scalar_value", [&] {
-        const auto converted = scalar.to<scalar_t>();  // checked
+        const scalar_t converted = convert(scalar_t{});
         if (value.is_integral) {
           value.as_int = static_cast<int64_t>(converted);
           value.as_double = static_cast<double>(value.as_int);
@@ -87,22 +95,35 @@ ScalarValue scalar_value(const c10::Scalar& scalar, at::ScalarType compute) {
   return value;
 }
 
+}  // namespace
+
+ScalarValue scalar_value(const c10::Scalar& scalar, at::ScalarType compute) {
+  return value_in(compute, [&](auto tag) {
+    return scalar.to<decltype(tag)>();  // checked
+  });
+}
+
 ScalarValue cast_scalar(const c10::Scalar& scalar, at::ScalarType compute) {
-  ScalarValue value;
-  value.is_integral = at::isIntegralType(compute, /*includeBool=*/true);
-  AT_DISPATCH_ALL_TYPES_AND3(
-      at::kHalf, at::kBFloat16, at::kBool, compute, "cast_scalar", [&] {
-        if (value.is_integral) {
-          value.as_int = static_cast<int64_t>(static_cast<scalar_t>(
-              scalar.isBoolean() ? scalar.toBool() : scalar.toLong()));
-          value.as_double = static_cast<double>(value.as_int);
-        } else {
-          value.as_double =
-              static_cast<double>(static_cast<scalar_t>(scalar.toDouble()));
-          value.as_int = static_cast<int64_t>(value.as_double);
-        }
-      });
-  return value;
+  return value_in(compute, [&](auto tag) {
+    using T = decltype(tag);
+    if constexpr (std::is_integral_v<T>) {
+      return static_cast<T>(scalar.isBoolean() ? scalar.toBool()
+                                               : scalar.toLong());
+    } else {
+      return static_cast<T>(scalar.toDouble());
+    }
+  });
+}
+
+void set_scalar_input(ElementwiseCall& call, int k, DType dtype,
+                      const ScalarValue& value) {
+  TensorView& view = call.inputs[k];
+  view = TensorView();  // no data; strides 0
+  view.dtype = dtype;
+  view.dim = call.out.dim;
+  std::copy_n(call.out.sizes, view.dim, view.sizes);
+  call.scalar_inputs[k] = true;
+  call.input_values[k] = value;
 }
 
 KernelContext kernel_context(const c10::Device& device) {

@@ -44,6 +44,11 @@ ScalarValue scalar_value(const c10::Scalar& scalar, at::ScalarType compute);
 // the CPU converts such operands that way.
 ScalarValue cast_scalar(const c10::Scalar& scalar, at::ScalarType compute);
 
+// Makes input `k` of `call` a host scalar operand of `value`
+// (DeviceKernels.h): out's sizes, strides 0, no data.
+void set_scalar_input(ElementwiseCall& call, int k, DType dtype,
+                      const ScalarValue& value);
+
 // The current stream of `device`, which the kernel enqueues on.
 KernelContext kernel_context(const c10::Device& device);
 

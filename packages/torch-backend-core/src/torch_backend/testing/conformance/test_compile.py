@@ -8,6 +8,7 @@ compile backend named after the device (`backend="<device>"`) chooses itself.
 
 from __future__ import annotations
 
+import pytest
 import torch
 
 from torch_backend import _C
@@ -26,7 +27,11 @@ def test_compiled_model_matches_eager() -> None:
     torch.testing.assert_close(compiled(x).cpu(), model(x).cpu(), rtol=1e-5, atol=1e-6)
 
 
-def test_compiled_training_step_matches_eager() -> None:
+@pytest.mark.parametrize("compiled_by", ["inductor", "device-named backend"])
+def test_compiled_training_step_matches_eager(compiled_by: str) -> None:
+    # The device-named backend picks the device's best code generator, or its eager kernels where it
+    # has none: no options.
+    settings = {"options": inductor_options()} if compiled_by == "inductor" else {"backend": DEVICE}
     torch.manual_seed(0)
     model = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.Tanh(), torch.nn.Linear(16, 1)).to(DEVICE)
     x, y = torch.randn(12, 8, device=DEVICE), torch.randn(12, 1, device=DEVICE)
@@ -37,29 +42,14 @@ def test_compiled_training_step_matches_eager() -> None:
     loss_of(model).backward()
     eager = [p.grad.cpu() for p in model.parameters()]
     model.zero_grad()
-    torch.compile(loss_of, options=inductor_options())(model).backward()
+    loss = torch.compile(loss_of, **settings)(model)
+    torch.testing.assert_close(loss.cpu(), loss_of(model).cpu(), rtol=1e-5, atol=1e-6)
+    loss.backward()
     for compiled_grad, eager_grad in zip((p.grad.cpu() for p in model.parameters()), eager, strict=True):
         torch.testing.assert_close(compiled_grad, eager_grad, rtol=1e-5, atol=1e-6)
 
 
-def test_the_device_names_a_compile_backend_that_needs_no_options() -> None:
+def test_the_device_names_a_compile_backend() -> None:
     import torch._dynamo
 
     assert DEVICE in torch._dynamo.list_backends()
-    torch.manual_seed(0)
-    model = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.SiLU(), torch.nn.Linear(16, 1)).to(DEVICE)
-    x, y = torch.randn(6, 8, device=DEVICE), torch.randn(6, 1, device=DEVICE)
-
-    def loss_of(m: torch.nn.Module) -> torch.Tensor:
-        return torch.nn.functional.mse_loss(m(x), y)
-
-    loss_of(model).backward()
-    eager = [p.grad.cpu() for p in model.parameters()]
-    model.zero_grad()
-    # With the device's best code generator, or its eager kernels where it has none: no options.
-    compiled = torch.compile(loss_of, backend=DEVICE)
-    torch.testing.assert_close(compiled(model).cpu(), loss_of(model).cpu(), rtol=1e-5, atol=1e-6)
-    model.zero_grad()
-    compiled(model).backward()
-    for compiled_grad, eager_grad in zip((p.grad.cpu() for p in model.parameters()), eager, strict=True):
-        torch.testing.assert_close(compiled_grad, eager_grad, rtol=1e-5, atol=1e-6)
