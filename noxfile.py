@@ -44,6 +44,10 @@ TORCH = [f"torch=={DEFAULT_TORCH}", NUMPY]
 CUBLAS = "nvidia-cublas==13.1.0.3"
 # NCCL likewise (its wheel ships nccl.h), for the gpu backend's collectives.
 NCCL = "nvidia-nccl-cu13==2.32.3"
+# torch.compile's Triton kernels (fake's under Triton's interpreter, gpu's compiled): the release
+# torch 2.13 requires (its CPU wheel does not bring it; the compat sessions' CUDA builds of
+# torch bring theirs: 2.11 triton 3.6.0, 2.15 triton 3.9.0). About 170 MB installed.
+TRITON = "triton==3.7.1"
 HATCHLING = "hatchling==1.33.0"
 BUILD_TOOLS = [HATCHLING, CUBLAS, NCCL]
 TEST_TOOLS = ["pytest==9.0.3", "expecttest==0.3.0"]
@@ -108,7 +112,7 @@ def build(session: nox.Session) -> None:
     core's GoogleTest suite.
     """
     system_deps(session)
-    session.install(*TORCH, *BUILD_TOOLS, *TEST_TOOLS)
+    session.install(*TORCH, TRITON, *BUILD_TOOLS, *TEST_TOOLS)
     # Core first: backends build with the hatch plugin core installs, as they would outside this repo.
     session.install("--no-build-isolation", "-e", str(PACKAGES / "torch-backend-core"))
     home = build_acl_emulator(session)
@@ -181,9 +185,10 @@ def session_run(session: nox.Session) -> Callable:
 @nox.parametrize("torch", list(OTHER_TORCH))
 def compat(session: nox.Session, torch: str) -> None:
     """On another supported torch release: every wheel built against it, the kit on fake, the cross-package
-    tests (CUDA coexistence needs this CUDA build of torch) on those wheels, and the wheel check.
+    tests (CUDA coexistence needs this CUDA build of torch) on those wheels, fake's Triton compile tests
+    (this torch's Inductor and Triton), and the wheel check.
 
-    fake's own suite runs on the default torch only (tests-fake, tests-fake-discrete).
+    fake's other tests run on the default torch only (tests-fake, tests-fake-discrete).
     """
     torch_version = OTHER_TORCH[torch]
     # The exact release asked for, whatever cap the machine's pip configuration
@@ -197,7 +202,8 @@ def compat(session: nox.Session, torch: str) -> None:
     # The kit as the core wheel ships it.
     run_conformance_kit(session, session_run(session), "fake", {"TORCH_BACKEND": "fake"})
     codes = [0, 5] if session.posargs else [0]  # a `-k` filter may select none of tests/
-    session.run("pytest", str(ROOT / "tests"), *session.posargs, env={"TORCH_BACKEND": "fake"}, success_codes=codes)
+    tests = [str(ROOT / "tests"), str(FAKE_TESTS / "test_compile_triton.py")]
+    session.run("pytest", *tests, *session.posargs, env={"TORCH_BACKEND": "fake"}, success_codes=codes)
     check_wheels(session, dist, torch_version)
 
 

@@ -10,6 +10,7 @@ sessions); the backward case needs a real GPU and runs only where CUDA works.
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -84,6 +85,37 @@ def test_explicit_activation_beside_cuda_warns_what_it_breaks(emulated_nvml, tmp
     assert "PyTorch's own accelerator 'cuda' is usable (2 visible devices (counted by NVML))" in out.stderr
     assert "backward through 'cuda' tensors fails" in out.stderr
     assert out.stderr.count("torch-backend: 'fake' is active") == 1
+
+
+TRITON_DRIVERS = """
+import json, torch, triton.backends
+import torch._inductor.compile_fx  # Inductor loads: core registers fake's Triton backend
+from torch._inductor.runtime import triton_helpers
+from triton.backends.compiler import GPUTarget
+from triton.compiler.compiler import make_backend
+# How Inductor's kernels pick Triton's driver (set_driver_to_gpu): the first active backend.
+is_active = getattr(triton_helpers, "_is_backend_active", lambda name, backend: backend.driver.is_active())
+print(json.dumps({
+    "cuda": torch.cuda.is_available(),
+    "active": [name for name, backend in triton.backends.backends.items() if is_active(name, backend)],
+    "cuda_compiler": type(make_backend(GPUTarget("cuda", 90, 32))).__name__,
+    "fake_compiler": type(make_backend(GPUTarget("fake", 90, 32))).__name__,
+}))
+"""
+
+
+@needs_cuda_build
+def test_cuda_compile_keeps_nvidias_triton_beside_a_backend_with_a_triton_target(emulated_nvml, tmp_path):
+    pytest.importorskip("triton")
+    # NVML counts a GPU and torch.cuda asks NVML (no CUDA driver here); fake, forced active, declares a Triton target.
+    env = nvml_env(emulated_nvml, 1, tmp_path / "log", TORCH_BACKEND="fake", PYTORCH_NVML_BASED_CUDA_CHECK="1")
+    out = run_python(TRITON_DRIVERS, env=env)
+    assert out.returncode == 0, out.stderr[-3000:]
+    got = json.loads(out.stdout.splitlines()[-1])
+    assert got["cuda"] is True
+    # NVIDIA's driver comes first for CUDA's kernels; fake's backend is listed after it.
+    assert got["active"][0] == "nvidia" and got["active"][-1] == "fake"
+    assert got["cuda_compiler"] == "CUDABackend" and got["fake_compiler"] == "FakeCUDABackend"
 
 
 @needs_cuda_build

@@ -1,5 +1,6 @@
 """Core's C++ keeps PyTorch's own layering (c10 -> ATen -> torch): each folder of
-packages/torch-backend-core/csrc includes only from the layers below it.
+packages/torch-backend-core/csrc includes only from the layers below it. Core's
+Python modules import one another without a cycle (registration flows one way).
 
     runtime      c10 and the device-symbol interface: devices, streams, guard, host sync
     memory       + the caching device and pinned host allocators
@@ -11,6 +12,7 @@ packages/torch-backend-core/csrc includes only from the layers below it.
 
 from __future__ import annotations
 
+import ast
 import re
 from pathlib import Path
 
@@ -119,3 +121,50 @@ def test_version_checks_live_only_in_the_compat_files():
     assert found == COMPAT_FILES, (
         f"torch version checks outside TorchCompat.h and _compat.py: {sorted(found - COMPAT_FILES)}"
     )
+
+
+PYTHON = CSRC.parent / "src" / "torch_backend"
+
+
+def _core_imports(path: Path) -> set[str]:
+    """The torch_backend modules ``path`` imports, wherever in the file (deferred imports count)."""
+    names: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            names.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            names.add(node.module)
+            names.update(f"{node.module}.{alias.name}" for alias in node.names)
+    return {name for name in names if name.startswith("torch_backend.")}
+
+
+def test_core_python_modules_import_without_a_cycle():
+    modules = {}
+    for path in PYTHON.rglob("*.py"):
+        if "_scaffold" in path.parts or "conformance" in path.parts:
+            continue  # templates and tests, not core's modules
+        parts = path.relative_to(PYTHON.parent).with_suffix("").parts
+        modules[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = path
+    # A package's __init__ holds names its modules share and re-exports theirs: a module's import of a
+    # package it belongs to is not an edge of the graph.
+    graph = {
+        name: {
+            imported
+            for imported in _core_imports(path)
+            if imported in modules and imported != name and not name.startswith(f"{imported}.")
+        }
+        for name, path in modules.items()
+    }
+    assert len(graph) > 20 and graph["torch_backend._activation"], "the import graph was not read"
+    cycles = []
+
+    def visit(module: str, stack: list[str]) -> None:
+        for imported in sorted(graph[module]):
+            if imported in stack:
+                cycles.append([*stack[stack.index(imported) :], imported])
+            elif len(stack) < 12:
+                visit(imported, [*stack, imported])
+
+    for module in sorted(graph):
+        visit(module, [module])
+    assert not cycles, f"import cycles among core's Python modules: {sorted({' -> '.join(c) for c in cycles})}"

@@ -77,6 +77,10 @@ class CudaRuntime final : public torch_backend::DeviceRuntime {
       props->major = prop.major;
       props->minor = prop.minor;
       props->multi_processor_count = prop.multiProcessorCount;
+      props->warp_size = prop.warpSize;
+      props->max_threads_per_block = prop.maxThreadsPerBlock;
+      props->max_threads_per_multi_processor = prop.maxThreadsPerMultiProcessor;
+      props->regs_per_multiprocessor = prop.regsPerMultiprocessor;
     }
     return status;
   }

@@ -45,12 +45,42 @@ def test_properties_carry_the_compute_capability():
     out = run(
         "-c",
         "import torch; p = torch.gpu.get_device_properties(0); "
-        "print(p.major, p.minor, p.multi_processor_count, torch.gpu.get_device_capability(0))",
+        "print(p.major, p.minor, p.multi_processor_count, p.warp_size, p.regs_per_multiprocessor, "
+        "torch.gpu.get_device_capability(0))",
     )
     assert out.returncode == 0, out.stderr
-    major, minor, processors, capability = out.stdout.split(maxsplit=3)
-    assert int(major) >= 5 and int(processors) > 0
+    major, minor, processors, warp, registers, capability = out.stdout.split(maxsplit=5)
+    assert int(major) >= 5 and int(processors) > 0 and int(warp) == 32 and int(registers) >= 32768
     assert capability.strip() == f"({major}, {minor})"
+
+
+def test_compiled_training_runs_triton_kernels_on_gpu_streams():
+    # Inductor's Triton kernels for gpu (NVIDIA's compiler, sm_XY of this GPU), launched on gpu's
+    # current stream (a side stream here), against CPU eager.
+    pytest.importorskip("triton")
+    code = (
+        "import torch\n"
+        "from torch import nn\n"
+        "from torch._inductor.utils import run_and_get_code\n"
+        "torch.manual_seed(0)\n"
+        "ref = nn.Sequential(nn.Linear(64, 256), nn.GELU(), nn.LayerNorm(256), nn.Linear(256, 8))\n"
+        "model = nn.Sequential(nn.Linear(64, 256), nn.GELU(), nn.LayerNorm(256), nn.Linear(256, 8))\n"
+        "model.load_state_dict(ref.state_dict()); model.to('gpu')\n"
+        "x = torch.randn(32, 64)\n"
+        "def step(m, f, x):\n"
+        "    loss = f(x).square().mean(); loss.backward(); return loss\n"
+        "side = torch.gpu.Stream()\n"
+        "with torch.gpu.stream(side):\n"
+        "    loss, code = run_and_get_code(step, model, torch.compile(model), x.to('gpu'))\n"
+        "side.synchronize()\n"
+        "expected = step(ref, ref, x)\n"
+        "assert '@triton.jit' in ''.join(code), 'no Triton kernel generated'\n"
+        "torch.testing.assert_close(loss.cpu(), expected, rtol=1e-4, atol=1e-5)\n"
+        "for p, q in zip(model.parameters(), ref.parameters()):\n"
+        "    torch.testing.assert_close(p.grad.cpu(), q.grad, rtol=1e-3, atol=1e-4)\n"
+    )
+    out = run("-c", code, timeout=900)
+    assert out.returncode == 0, out.stderr[-5000:]
 
 
 def test_staged_all_reduce_through_pinned_buffers():

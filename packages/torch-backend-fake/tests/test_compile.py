@@ -65,7 +65,7 @@ def test_dynamo_has_an_interface_for_the_device() -> None:
     props = torch.fake.get_device_properties()
     assert interface.get_compute_capability() == props.major * 10 + props.minor
     assert interface.Worker.get_device_properties(0).multi_processor_count == props.multi_processor_count
-    assert interface.get_raw_stream(0) == torch.fake.current_stream(0).stream_id
+    assert interface.get_raw_stream(0) == torch.fake.current_stream(0).native_handle
     assert interface.is_bf16_supported()
     assert isinstance(interface.Stream(), torch.Stream)
     with interface.device(0):

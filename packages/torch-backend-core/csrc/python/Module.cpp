@@ -72,6 +72,15 @@ py::dict device_properties(int device) {
   out["major"] = props.major;
   out["minor"] = props.minor;
   out["multi_processor_count"] = props.multi_processor_count;
+  // None where the runtime does not say (what Inductor's heuristics expect).
+  const auto known = [](int value) -> py::object {
+    return value > 0 ? py::object(py::int_(value)) : py::object(py::none());
+  };
+  out["warp_size"] = known(props.warp_size);
+  out["max_threads_per_block"] = known(props.max_threads_per_block);
+  out["max_threads_per_multi_processor"] =
+      known(props.max_threads_per_multi_processor);
+  out["regs_per_multiprocessor"] = known(props.regs_per_multiprocessor);
   return out;
 }
 

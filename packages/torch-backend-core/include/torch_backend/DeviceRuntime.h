@@ -40,7 +40,7 @@ namespace torch_backend {
 
 // Bumped whenever the layout of DeviceRuntime changes; core refuses a device
 // library built against a different version instead of crashing in it.
-constexpr int kDeviceRuntimeAbiVersion = 5;
+constexpr int kDeviceRuntimeAbiVersion = 6;
 
 using Status = int;
 constexpr Status kSuccess = 0;
@@ -67,6 +67,12 @@ struct DeviceProperties {
   int major = -1;
   int minor = -1;
   int multi_processor_count = 0;  // compute units, where known
+  // What compilers of GPU kernels size launches by (Triton, through Inductor's
+  // heuristics); 0 where the runtime does not say.
+  int warp_size = 0;
+  int max_threads_per_block = 0;
+  int max_threads_per_multi_processor = 0;
+  int regs_per_multiprocessor = 0;
 };
 
 // Names one allocation (made by malloc) to another process: the shape of

@@ -9,9 +9,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from torch_backend._activation import activate, active_backend
-from torch_backend._backend import Backend, BackendInfo
+from torch_backend._backend import Backend, BackendInfo, TritonTarget
 from torch_backend._discovery import ENTRY_POINT_GROUP, discover
-from torch_backend._inductor import InductorCodegen
+from torch_backend._inductor_codegen import InductorCodegen
 from torch_backend._metadata import set_tensor_metadata, tensor_metadata
 from torch_backend._op_report import OpCount, OpReport, op_report
 
@@ -29,6 +29,7 @@ __all__ = [
     "InductorCodegen",
     "OpCount",
     "OpReport",
+    "TritonTarget",
     "activate",
     "active_backend",
     "autocompare",

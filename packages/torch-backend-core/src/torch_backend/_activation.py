@@ -112,8 +112,8 @@ def _register(backend: Backend) -> None:
     from torch_backend._when_imported import when_imported
 
     _sharing.register(backend.name)
-    when_imported("torch._dynamo", lambda _: _dynamo.register(device_module, backend.name))
-    when_imported("torch._inductor.compile_fx", lambda _: _inductor.register(backend.name))
+    when_imported("torch._dynamo", lambda _: _dynamo.register(device_module, backend))
+    when_imported("torch._inductor.compile_fx", lambda _: _inductor.register(backend))
     _register_collectives(backend)
     if autocompare is not None:
         _autocompare.enable(backend.name, autocompare)

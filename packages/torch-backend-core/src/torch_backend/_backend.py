@@ -12,6 +12,34 @@ Probe = Callable[[], "tuple[bool, str]"]
 
 
 @dataclass(frozen=True)
+class TritonTarget:
+    """The Triton compiler a backend's generated kernels are built with (``Backend.triton``).
+
+    Core registers, when Inductor first loads (never at ``import torch``), a
+    Triton backend named after the device: the vendor's compiler, and a driver
+    that launches on the device's current stream. Inductor then generates
+    Triton kernels for the device (``torch.compile`` with default options).
+
+    Args:
+        vendor: the installed Triton backend to build on: ``"nvidia"``, ``"amd"``,
+            or an out-of-tree one (``triton.backends.backends``).
+        arch: the architecture the vendor's compiler targets (NVIDIA's 90 for
+            sm_90): a value, or a function of the device's properties
+            (``torch.<device>.get_device_properties``); by default
+            ``major * 10 + minor``, CUDA's convention.
+        warp_size: threads per warp, where the device's properties do not say.
+        interpreter_only: the kernels can only run under Triton's interpreter
+            (``TRITON_INTERPRET=1``: a simulated device, tests); elsewhere the
+            device gets the next code generator.
+    """
+
+    vendor: str
+    arch: int | str | Callable[[Any], int | str] | None = None
+    warp_size: int = 32
+    interpreter_only: bool = False
+
+
+@dataclass(frozen=True)
 class Backend:
     """A backend, as its package exposes it through the ``torch_backend.backends`` entry point.
 
@@ -29,6 +57,9 @@ class Backend:
             (:class:`torch_backend.InductorCodegen`), called when Inductor
             first compiles for the device; by default a device with
             host-addressable memory gets Inductor's C++ kernels, others none.
+        triton: the device's Triton target (:class:`TritonTarget`): Inductor
+            generates Triton kernels for it, after ``inductor`` and before the
+            C++ kernels.
         runtime_libraries: the vendor runtime's shared libraries (paths), which
             core loads, in order and visible to later libraries
             (``RTLD_GLOBAL``), just before the device library. A device
@@ -43,6 +74,7 @@ class Backend:
     description: str = ""
     collectives: Callable[[], None] | None = None
     inductor: Callable[[], Any] | None = None
+    triton: TritonTarget | None = None
     runtime_libraries: Callable[[], Sequence[str | Path]] | None = None
 
     def availability(self) -> tuple[bool, str]:

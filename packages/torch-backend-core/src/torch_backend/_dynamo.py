@@ -18,23 +18,33 @@ from typing import Any
 
 import torch
 
+from torch_backend._backend import Backend
 
-def register(module: ModuleType, device_name: str) -> None:
-    """Register ``module`` (``torch.<device_name>``) with Dynamo, and a compile backend named after
+
+def register(module: ModuleType, backend: Backend) -> None:
+    """Register ``module`` (``torch.<device>``) with Dynamo, and a compile backend named after
     the device (``torch.compile(model, backend="fake")``, in ``torch._dynamo.list_backends()``)."""
     from torch._dynamo import register_backend
     from torch._dynamo.device_interface import register_interface_for_device
 
     from torch_backend._inductor import device_compiler
 
-    register_interface_for_device(device_name, make_interface(module))
-    _register_traceable_functions(module, device_name)
-    register_backend(compiler_fn=device_compiler(device_name), name=device_name)
+    register_interface_for_device(backend.name, make_interface(module, backend))
+    _register_traceable_functions(module, backend.name)
+    register_backend(compiler_fn=device_compiler(backend), name=backend.name)
 
 
-def make_interface(module: ModuleType) -> type:
-    """Dynamo's DeviceInterface over the generated device module."""
+def make_interface(module: ModuleType, backend: Backend) -> type:
+    """Dynamo's DeviceInterface over the generated device module.
+
+    Its Triton facts (``is_triton_capable``, the compute capability as the
+    Triton target's architecture) hold where Inductor generates Triton kernels
+    for the device.
+    """
     from torch._dynamo.device_interface import DeviceInterface
+
+    from torch_backend._inductor import codegen_kind
+    from torch_backend._inductor_codegen import raw_stream
 
     class BackendInterface(DeviceInterface):
         device = module.device
@@ -69,15 +79,18 @@ def make_interface(module: ModuleType) -> type:
                 module.set_device(device)
             return previous
 
-        @staticmethod
-        def get_raw_stream(device_index: int) -> int:
-            return module.current_stream(device_index).stream_id
+        get_raw_stream = staticmethod(raw_stream)
 
         @staticmethod
         def get_compute_capability(device: Any = None) -> int | str:
-            # CUDA's convention (major * 10 + minor) where the runtime has
-            # numbers, its own words otherwise.
+            # The Triton target's architecture where Inductor generates Triton
+            # kernels; else CUDA's convention (major * 10 + minor) where the
+            # runtime has numbers, its own words otherwise.
             props = module.get_device_properties(device)
+            if backend.triton is not None and BackendInterface.is_triton_capable():
+                from torch_backend._inductor_triton import arch
+
+                return arch(backend.triton, props)
             return props.major * 10 + props.minor if props.major >= 0 else props.capability
 
         @staticmethod
@@ -86,7 +99,7 @@ def make_interface(module: ModuleType) -> type:
 
         @staticmethod
         def is_triton_capable(device: Any = None) -> bool:
-            return False
+            return codegen_kind(backend) == "triton"
 
     BackendInterface.__name__ = BackendInterface.__qualname__ = f"{module.__name__.split('.')[-1].title()}Interface"
     return BackendInterface

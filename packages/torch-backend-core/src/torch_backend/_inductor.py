@@ -1,61 +1,62 @@
 """torch.compile's Inductor on the active backend.
 
 Registered with Inductor (``register_backend_for_device``) when Inductor's
-compiler is first imported, never at ``import torch``:
+compiler is first imported, never at ``import torch``. The device gets the
+first of these it has:
 
-- a backend with its own code generator (``Backend.inductor``) gets it;
-- a backend whose memory host code may dereference gets Inductor's C++ code
-  generation, its kernels computing on device memory once the stream's queued
-  work is done (``HostKernelWrapper``);
-- any other backend gets no kernels of Inductor's: graphs whose every op
-  Inductor leaves to ATen (``options={"fallback_by_default": True}``) run on
-  the backend's eager kernels, and a graph that needs a generated kernel
-  fails with a clear error naming that option and ``backend="aot_eager"``.
+- its own code generator (``Backend.inductor``);
+- Triton kernels, where it declares a Triton target (``Backend.triton``) that
+  this process can use (``_inductor_triton``);
+- Inductor's C++ kernels where host code may dereference its memory, computing
+  on device memory once the stream's queued work is done (``_inductor_host``);
+- no kernels of Inductor's: graphs whose every op Inductor leaves to ATen
+  (``options={"fallback_by_default": True}``, or ``backend="<device>"``) run
+  on the backend's eager kernels, and a graph that needs a generated kernel
+  fails with a clear error naming those and ``backend="aot_eager"``.
 
-Which of these applies is part of Inductor's cache key (``CodegenIdentity``),
-so compiled code cached for one kind of memory is never reused for another.
+Which of these applies, and the kind of memory, are part of Inductor's cache
+key (``CodegenIdentity``), so compiled code cached for one is never reused for
+another.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
-
-@dataclass(frozen=True)
-class InductorCodegen:
-    """Inductor's code generators for one device (what ``register_backend_for_device`` takes).
-
-    ``device_op_overrides`` (an ``Inductor DeviceOpOverrides``) names the
-    device's Python calls in generated wrapper code: device guard, streams,
-    synchronize.
-    """
-
-    scheduling: Any
-    python_wrapper: Any
-    cpp_wrapper: Any
-    fx_wrapper: Any = None  # default: Inductor's own (device-neutral)
-    device_op_overrides: Any = None
+from torch_backend._backend import Backend
+from torch_backend._inductor_codegen import InductorCodegen, codegen_identity, device_op_overrides
 
 
-def register(device_name: str) -> None:
-    """Register the active backend's Inductor code generators for ``device_name``."""
+def register(backend: Backend) -> None:
+    """Register ``backend``'s Inductor code generators for its device."""
     from torch._inductor.codegen.common import register_backend_for_device, register_device_op_overrides
     from torch._inductor.codegen.wrapper_fxir import WrapperFxCodegen
 
-    from torch_backend._activation import active_backend
+    from torch_backend import _C
 
-    backend = active_backend()
-    kind = codegen_kind()
+    device_name = backend.name
+    if backend.triton is not None:
+        from torch_backend._inductor_triton import compiler_missing, register_triton_backend
+
+        if compiler_missing(backend.triton) is None:
+            register_triton_backend(device_name, backend.triton)
+    kind = codegen_kind(backend)
+    memory = "host-addressable" if _C._host_addressable() else "discrete"
     if kind == "own":
-        codegen, identity = backend.inductor(), f"{backend.name}-own"
+        codegen, identity = backend.inductor(), f"{backend.name}-own"  # type: ignore[misc]
+    elif kind == "triton":
+        from torch_backend._inductor_triton import interpreting, triton_codegen
+
+        assert backend.triton is not None
+        codegen = triton_codegen(device_name)
+        identity = f"triton-{backend.triton.vendor}" + ("-interpreted" if interpreting() else "")
     elif kind == "host-kernels":
         from torch_backend._inductor_host import host_kernel_codegen
 
         codegen, identity = host_kernel_codegen(device_name), "host-kernels"
     else:
-        codegen, identity = no_codegen(device_name), "none"
+        codegen, identity = no_codegen(backend), "none"
     if codegen.device_op_overrides is not None:
         register_device_op_overrides(device_name, codegen.device_op_overrides)
     register_backend_for_device(
@@ -65,23 +66,32 @@ def register(device_name: str) -> None:
         codegen.cpp_wrapper,
         # FX wrapper code is device-neutral.
         codegen.fx_wrapper or WrapperFxCodegen,
-        device_custom_pass=codegen_identity(f"torch-backend:{device_name}:{identity}"),
+        device_custom_pass=codegen_identity(f"torch-backend:{device_name}:{identity}:{memory}"),
     )
 
 
-def codegen_kind() -> str:
-    """The active backend's code generator: ``own`` (``Backend.inductor``), ``host-kernels``
-    (Inductor's C++ kernels, memory the host may address) or ``none``."""
+def codegen_kind(backend: Backend) -> str:
+    """``backend``'s code generator: ``own`` (``Backend.inductor``), ``triton`` (``Backend.triton``,
+    usable here), ``host-kernels`` (Inductor's C++ kernels, memory the host may address) or ``none``."""
     from torch_backend import _C
-    from torch_backend._activation import active_backend
 
-    backend = active_backend()
-    if backend is not None and backend.inductor is not None:
+    if backend.inductor is not None:
         return "own"
+    if triton_unusable_reason(backend) is None:
+        return "triton"
     return "host-kernels" if _C._host_addressable() else "none"
 
 
-def device_compiler(device_name: str) -> Callable[..., Any]:
+def triton_unusable_reason(backend: Backend) -> str | None:
+    """Why ``backend`` gets no Triton kernels here (None: it does)."""
+    if backend.triton is None:
+        return "it declares no Triton target (Backend.triton)"
+    from torch_backend._inductor_triton import unusable_reason
+
+    return unusable_reason(backend.triton)
+
+
+def device_compiler(backend: Backend) -> Callable[..., Any]:
     """The Dynamo backend named after the device: ``torch.compile(model, backend="fake")``.
 
     Inductor with the device's best code generator, as ``backend="inductor"``; where the device
@@ -98,29 +108,15 @@ def device_compiler(device_name: str) -> Callable[..., Any]:
 
         patches = dict(list_mode_options(mode)) if mode else {}
         patches.update(options or {})
-        if codegen_kind() == "none":
+        if codegen_kind(backend) == "none":
             patches.setdefault("fallback_by_default", True)
         return compile_fx(gm, example_inputs, config_patches=patches)
 
-    compile_for_device.__name__ = compile_for_device.__qualname__ = device_name
+    compile_for_device.__name__ = compile_for_device.__qualname__ = backend.name
     return compile_for_device
 
 
-def codegen_identity(identity: str) -> Any:
-    """A post-grad pass that changes nothing and names the code generator in Inductor's cache key."""
-    from torch._inductor.custom_graph_pass import CustomGraphModulePass
-
-    class CodegenIdentity(CustomGraphModulePass):
-        def __call__(self, gm: Any) -> None:
-            pass
-
-        def uuid(self) -> str:
-            return identity
-
-    return CodegenIdentity()
-
-
-def no_codegen(device_name: str) -> InductorCodegen:
+def no_codegen(backend: Backend) -> InductorCodegen:
     """For a device Inductor cannot generate kernels for.
 
     Graphs whose every op Inductor leaves to ATen (``options={"fallback_by_default":
@@ -131,9 +127,11 @@ def no_codegen(device_name: str) -> InductorCodegen:
     from torch._inductor.codegen.wrapper import PythonWrapperCodegen
     from torch._inductor.scheduler import BaseScheduling
 
+    device_name = backend.name
     message = (
         f"torch-backend: Inductor cannot generate kernels for '{device_name}': its memory is not "
-        "host-addressable and the backend supplies no code generator (Backend.inductor). "
+        "host-addressable, the backend supplies no code generator (Backend.inductor), and no "
+        f"Triton kernels: {triton_unusable_reason(backend)}. "
         f"torch.compile(model, backend='{device_name}') or torch.compile(model, "
         "options={'fallback_by_default': True}) runs Inductor's graphs on the backend's eager "
         "kernels; torch.compile(model, backend='aot_eager') traces the same graphs and runs them "
@@ -168,35 +166,3 @@ def no_codegen(device_name: str) -> InductorCodegen:
         PythonWrapperCodegen,
         device_op_overrides=device_op_overrides(device_name),
     )
-
-
-def device_op_overrides(device_name: str) -> Any:
-    """How generated wrapper code names the device's calls: guard, streams, synchronize."""
-    from torch._inductor.codegen.common import DeviceOpOverrides
-
-    module = f"torch.{device_name}"
-
-    class BackendDeviceOps(DeviceOpOverrides):
-        def import_get_raw_stream_as(self, name: str) -> str:
-            return f"from torch_backend._inductor import raw_stream as {name}"
-
-        def set_device(self, device_idx: int) -> str:
-            return f"{module}.set_device({device_idx})"
-
-        def synchronize(self) -> str:
-            return f"{module}.synchronize()"
-
-        def device_guard(self, device_idx: int) -> str:
-            return f"{module}.device({device_idx})"
-
-        def current_stream(self) -> str:
-            return f"{module}.current_stream()"
-
-    return BackendDeviceOps()
-
-
-def raw_stream(device_index: int) -> int:
-    """The current stream's id on ``device_index`` (what generated code calls get_raw_stream)."""
-    import torch
-
-    return torch.accelerator.current_stream(device_index).stream_id

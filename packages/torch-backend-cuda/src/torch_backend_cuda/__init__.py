@@ -5,6 +5,8 @@ device library is built when the CUDA toolkit is present at build time; without
 it, without an NVIDIA driver, or without cuBLAS or NCCL (the ``nvidia-cublas``
 and ``nvidia-nccl-cu13`` wheels this package depends on), the backend reports
 itself unavailable. NCCL serves core's native collectives (``"gpuccl"``).
+torch.compile generates Triton kernels for it with NVIDIA's Triton compiler
+(where triton is installed), launched on gpu's current stream.
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ import importlib.util
 import os
 from pathlib import Path
 
-from torch_backend import Backend
+from torch_backend import Backend, TritonTarget
 
 _LIBRARY = Path(__file__).resolve().parent / "lib" / "libtorch_backend_cuda.so"
 # Loaded before the device library, in this order (cuBLAS needs cuBLASLt).
@@ -70,4 +72,6 @@ backend = Backend(
     probe=_probe,
     description="NVIDIA GPU (CUDA runtime, cuBLAS, NCCL)",
     runtime_libraries=_runtime_libraries,
+    # The architecture is the device's compute capability (major * 10 + minor).
+    triton=TritonTarget(vendor="nvidia"),
 )

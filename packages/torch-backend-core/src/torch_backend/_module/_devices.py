@@ -74,6 +74,11 @@ class DeviceProperties(NamedTuple):
     major: int = -1  # the capability as numbers where the hardware has them (CUDA's 9.0), else -1
     minor: int = -1
     multi_processor_count: int = 0  # compute units, where the runtime says
+    # What GPU kernel compilers size launches by (Inductor's Triton heuristics); None where the runtime does not say.
+    warp_size: int | None = None
+    max_threads_per_block: int | None = None
+    max_threads_per_multi_processor: int | None = None
+    regs_per_multiprocessor: int | None = None
 
 
 def is_available() -> bool:

@@ -4,7 +4,11 @@ For each workload (a training step: forward, backward, optimizer), the eager
 and the compiled (Inductor, ``mode="default"``) step are timed on the device
 and on the CPU, interleaved in one run. Reported: each side's speedup (eager
 time / compiled time) and their ratio (device speedup / CPU speedup: 1.0 means
-Inductor gains as much on the device as on the CPU).
+Inductor gains as much on the device as on the CPU), and which code generator
+Inductor used for the device (``triton``, ``host-kernels``: C++, ``own``, or
+``none``: eager kernels). With no backend active, ``--device cuda`` measures
+PyTorch's own CUDA the same way: run both, in separate processes, on one GPU
+to set a backend's compiled steps beside compiled CUDA.
 """
 
 from __future__ import annotations
@@ -55,6 +59,15 @@ def make_step(build: Callable[[], tuple[nn.Module, tuple[int, ...]]], device: to
     return step
 
 
+def code_generator(device: torch.device) -> str:
+    """Which of core's code generators Inductor uses for ``device`` (PyTorch's own device: ``inductor``)."""
+    import torch_backend
+    from torch_backend._inductor import codegen_kind
+
+    backend = torch_backend.active_backend()
+    return codegen_kind(backend) if backend is not None and backend.name == device.type else "inductor"
+
+
 def measure(name: str, device: torch.device, repeats: int, iterations: int) -> dict[str, float | str]:
     cpu = torch.device("cpu")
     build = WORKLOADS[name]
@@ -77,6 +90,8 @@ def measure(name: str, device: torch.device, repeats: int, iterations: int) -> d
     cpu_speedup = median[("cpu", False)] / median[("cpu", True)]
     return {
         "workload": name,
+        "device": device.type,
+        "code_generator": code_generator(device),
         "device_eager_ms": median[(device.type, False)] * 1e3,
         "device_compiled_ms": median[(device.type, True)] * 1e3,
         "cpu_eager_ms": median[("cpu", False)] * 1e3,
@@ -107,13 +122,13 @@ def main(argv: list[str] | None = None) -> int:
     kind = device.type
     print(
         f"{'workload':<24}{kind + ' eager':>12}{kind + ' compiled':>15}{'cpu eager':>11}{'cpu compiled':>14}"
-        f"{kind + ' speedup':>14}{'cpu speedup':>13}{'ratio':>7}"
+        f"{kind + ' speedup':>14}{'cpu speedup':>13}{'ratio':>7}  code generator"
     )
     for r in rows:
         print(
             f"{r['workload']:<24}{r['device_eager_ms']:>10.2f}ms{r['device_compiled_ms']:>13.2f}ms"
             f"{r['cpu_eager_ms']:>9.2f}ms{r['cpu_compiled_ms']:>12.2f}ms{r['device_speedup']:>13.2f}x"
-            f"{r['cpu_speedup']:>12.2f}x{r['speedup_ratio']:>7.2f}"
+            f"{r['cpu_speedup']:>12.2f}x{r['speedup_ratio']:>7.2f}  {r['code_generator']}"
         )
     out = Path(args.json)
     out.parent.mkdir(parents=True, exist_ok=True)

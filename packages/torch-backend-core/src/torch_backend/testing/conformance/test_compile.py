@@ -1,9 +1,10 @@
 """torch.compile on the device: compiled graphs give eager's results.
 
-Inductor generates C++ kernels for devices whose memory the host may address;
-elsewhere (no code generator registered) its graphs run every op on the
-backend's eager kernels, which `fallback_by_default` asks for, and which the
-compile backend named after the device (`backend="<device>"`) chooses itself.
+Inductor generates the device's own kernels (Backend.inductor), Triton kernels
+(Backend.triton, where triton can run them), or C++ kernels where the host may
+address the device's memory; elsewhere its graphs run every op on the backend's
+eager kernels, which `fallback_by_default` asks for, and which the compile
+backend named after the device (`backend="<device>"`) chooses itself.
 """
 
 from __future__ import annotations
@@ -11,12 +12,15 @@ from __future__ import annotations
 import pytest
 import torch
 
-from torch_backend import _C
+from torch_backend import active_backend
+from torch_backend._inductor import codegen_kind
 from torch_backend.testing.conformance._support import DEVICE
 
 
 def inductor_options() -> dict[str, bool]:
-    return {} if _C._host_addressable() else {"fallback_by_default": True}
+    backend = active_backend()
+    assert backend is not None
+    return {} if codegen_kind(backend) != "none" else {"fallback_by_default": True}
 
 
 def test_compiled_model_matches_eager() -> None:
