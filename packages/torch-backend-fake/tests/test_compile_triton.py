@@ -120,14 +120,16 @@ REGISTRATION = """
 import json, torch, triton.backends
 import torch._inductor.compile_fx  # Inductor loads: core registers fake's Triton backend
 from torch._dynamo.device_interface import get_interface_for_device
-from torch._inductor.runtime.triton_helpers import _is_backend_active
+from torch._inductor.runtime import triton_helpers
 from triton.backends.compiler import GPUTarget
 from triton.compiler.compiler import make_backend
+# How Inductor's kernels pick Triton's driver (set_driver_to_gpu): the first active backend.
+is_active = getattr(triton_helpers, "_is_backend_active", lambda name, backend: backend.driver.is_active())
 interface = get_interface_for_device('fake')
 target = triton.backends.backends['fake'].driver().get_current_target()
 print(json.dumps({
     "backends": list(triton.backends.backends),
-    "active": [name for name, b in triton.backends.backends.items() if _is_backend_active(name, b)],
+    "active": [name for name, b in triton.backends.backends.items() if is_active(name, b)],
     "fake_compiler": type(make_backend(GPUTarget('fake', 90, 32))).__name__,
     "cuda_compiler": type(make_backend(GPUTarget('cuda', 90, 32))).__name__,
     "triton_capable": interface.is_triton_capable(),
@@ -151,3 +153,14 @@ def test_the_device_has_a_triton_backend_of_its_own(interpreted: bool) -> None:
     assert got["triton_capable"] is interpreted
     assert got["capability"] == (80 if interpreted else 10)
     assert got["target"] == ["fake", 80, 32]
+
+
+def test_cpp_wrapper_is_refused_clearly() -> None:
+    program = (
+        "import torch\n"
+        "x = torch.randn(8, device='fake')\n"
+        "torch.compile(lambda t: t.sin() + 1, options={'cpp_wrapper': True})(x)\n"
+    )
+    out = run("-c", program, TRITON_INTERPRET="1")
+    assert out.returncode == 1
+    assert "Inductor's C++ wrapper (cpp_wrapper=True) is not available for Triton kernels on 'fake'" in out.stderr

@@ -111,3 +111,10 @@ def split_group_serves_other_devices() -> bool:
 def gloo_has_list_all_to_all() -> bool:
     """Whether all_to_all over lists of tensors works on staged (Gloo-backed) groups: from torch 2.12."""
     return torch_at_least(2, 12)
+
+
+def inductor_last_pass_takes_wrapper_lines() -> bool:
+    """Whether Inductor's wrapper code generator takes wrapper lines (a device guard's) from
+    ``writeline`` in its last pass, where kernel calls are written: from torch 2.13 (checked on
+    2.13 and 2.15; 2.11 takes text only there; 2.12 is not checked)."""
+    return torch_at_least(2, 13)

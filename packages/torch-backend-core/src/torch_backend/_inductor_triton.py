@@ -75,9 +75,16 @@ def warp_size(target: TritonTarget, properties: Any) -> int:
 def triton_codegen(device_name: str) -> InductorCodegen:
     """Inductor's Triton code generators for the device (its Triton backend registered first)."""
     from torch._inductor.codegen.triton import TritonScheduling
-    from torch._inductor.codegen.wrapper import PythonWrapperCodegen, SubgraphPythonWrapperCodegen
+    from torch._inductor.codegen.wrapper import (
+        EnterDeviceContextManagerLine,
+        ExitDeviceContextManagerLine,
+        PythonWrapperCodegen,
+        SubgraphPythonWrapperCodegen,
+    )
     from torch._inductor.utils import device_need_guard
     from torch._inductor.virtualized import V
+
+    from torch_backend._compat import inductor_last_pass_takes_wrapper_lines
 
     if interpreting():
         from torch_backend.testing.triton_interpreter import provide_libdevice
@@ -87,19 +94,29 @@ def triton_codegen(device_name: str) -> InductorCodegen:
     class LaunchInDeviceGuard:
         """Each Triton launch inside the device's guard, where Inductor writes none.
 
-        Inductor guards GPU types only; up to torch 2.14 that is a fixed list
-        without PrivateUse1 (2.15 counts devices whose interface is Triton
-        capable). A launcher starts a kernel in the current device's context.
+        Inductor guards launches for its GPU types only (``GPU_TYPES``), which
+        hold no PrivateUse1 device on torch 2.11-2.15 (2.15 adds the Triton
+        capable devices registered before Inductor loads; ours registers with
+        Dynamo). A launcher starts a kernel in the current device's context.
         """
 
         def _generate_kernel_call_helper(self, kernel_name: str, call_args: Any, **kwargs: Any) -> None:
             device = kwargs.get("device") or V.graph.get_current_device_or_throw()
             guard = kwargs.get("triton", True) and device.type == device_name and not device_need_guard(device.type)
             if guard:
-                self.codegen_device_guard_enter(device.index)  # type: ignore[attr-defined]
+                self._write_guard_line(EnterDeviceContextManagerLine(device.index, None))
             super()._generate_kernel_call_helper(kernel_name, call_args, **kwargs)  # type: ignore[misc]
             if guard:
-                self.codegen_device_guard_exit()  # type: ignore[attr-defined]
+                self._write_guard_line(ExitDeviceContextManagerLine())
+
+        def _write_guard_line(self, line: Any) -> None:
+            # Kernel calls are written in Inductor's last pass, where writeline
+            # is redirected to the wrapper's text (set_writeline): torch 2.11's
+            # takes text only, so the guard's line renders itself there.
+            if "writeline" in vars(self) and not inductor_last_pass_takes_wrapper_lines():
+                line.codegen(self.wrapper_call)  # type: ignore[attr-defined]
+            else:
+                self.writeline(line)  # type: ignore[attr-defined]
 
     class TritonSubgraphWrapper(LaunchInDeviceGuard, SubgraphPythonWrapperCodegen):
         pass
@@ -113,12 +130,21 @@ def triton_codegen(device_name: str) -> InductorCodegen:
                 return TritonSubgraphWrapper(subgraph_name, parent_wrapper, partition_signatures)
             return TritonWrapper()
 
+    class NoCppWrapper(PythonWrapperCodegen):
+        """Inductor's C++ wrapper loads Triton kernels through CUDA's or XPU's driver API by
+        device name: not offered for the device, and asking for it says so."""
+
+        @staticmethod
+        def create(*args: Any, **kwargs: Any) -> PythonWrapperCodegen:
+            raise NotImplementedError(
+                f"torch-backend: Inductor's C++ wrapper (cpp_wrapper=True) is not available for "
+                f"Triton kernels on '{device_name}'; compile without it (the default Python wrapper)"
+            )
+
     return InductorCodegen(
         scheduling=TritonScheduling,
         python_wrapper=TritonWrapper,
-        # Inductor's C++ wrapper for Triton kernels loads them through CUDA's
-        # or XPU's driver API by name: not offered (cpp_wrapper=True raises).
-        cpp_wrapper=None,
+        cpp_wrapper=NoCppWrapper,
         device_op_overrides=device_op_overrides(device_name),
     )
 
