@@ -21,6 +21,9 @@
 #             ';'-separated parts of case names, default every case)
 #   profile   some cases' ops by time on gpu and on cuda, launch blocking on both (PROFILE_CASES, as
 #             BENCH_CASES; default the small add, MLP, CNN and GPT steps)
+#   compile   `python -m torch_backend.bench.compile` on gpu (Inductor's Triton kernels) and, in a
+#             process of its own with no backend active, on cuda: compiled steps side by side
+#             (compile-gpu.json, compile-cuda.json; their device_compiled_ms compare)
 # GPU_CHECKS_LIMIT_S caps every step's time limit (a lease's minutes are few; default: no cap).
 # Exit status: 0 when every step passed; the failed steps are listed.
 set -uo pipefail
@@ -127,8 +130,13 @@ kit() {
 known=packages/torch-backend-cuda/tests
 xdist=""
 "$python" -c "import xdist" 2>/dev/null && xdist="-n 8"
+compile_bench() {
+  TORCH_BACKEND=gpu "$python" -m torch_backend.bench.compile --json "$out/compile-gpu.json" &&
+    TORCH_BACKEND=none "$python" -m torch_backend.bench.compile --device cuda --json "$out/compile-cuda.json"
+}
+
 export python wheels out known xdist
-export -f install smoke test_files kit
+export -f install smoke test_files kit compile_bench
 
 step install 300 install
 show install
@@ -158,6 +166,8 @@ mapfile -t profile_cases < <(cases "${PROFILE_CASES:-add, 16;MLP;CNN;GPT}")
 step profile 600 env TORCH_BACKEND=gpu "$python" -m torch_backend.bench.reference --device gpu \
   --reference cuda --profile "${profile_cases[@]}"
 show profile 0
+step compile 900 compile_bench
+show compile 10
 if [ -s "$state/failed" ]; then
   echo "FAILED steps: $(tr '\n' ' ' <"$state/failed")"
   exit 1
