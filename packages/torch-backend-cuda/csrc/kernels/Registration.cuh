@@ -7,6 +7,7 @@
 #include "Elementwise.cuh"
 #include "Indexing.cuh"
 #include "Loss.cuh"
+#include "MultiTensor.cuh"
 #include "Norm.cuh"
 #include "Random.cuh"
 #include "Reduction.cuh"
@@ -16,6 +17,7 @@ namespace gpu {
 
 inline void register_portable_kernels(torch_backend::KernelRegistry& kernels) {
   register_elementwise(kernels);
+  register_multi_tensor(kernels);
   register_reductions(kernels);
   register_softmax(kernels);
   register_indexing(kernels);
