@@ -106,6 +106,9 @@ def compile_cubins(archs: list[int]) -> dict[str, Any]:
             exec(compile(path.read_text(), str(path), "exec"), namespace)
             for kernel in (value for value in namespace.values() if isinstance(value, CachingAutotuner)):
                 kernel.device_props = kernel.device_props._replace(cc=arch)
+                # Every kernel, in the configuration the interpreter ran (the first): the
+                # autotuner's other configurations differ only in block sizes.
+                kernel.configs = kernel.configs[:1]
                 kernel.precompile(warm_cache_only=True)
                 for result in kernel.compile_results:
                     binary = result.kernel
