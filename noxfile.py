@@ -46,7 +46,7 @@ CUBLAS = "nvidia-cublas==13.1.0.3"
 NCCL = "nvidia-nccl-cu13==2.32.3"
 # torch.compile's Triton kernels (fake's under Triton's interpreter, gpu's compiled): the release
 # torch 2.13 requires (its CPU wheel does not bring it; the compat sessions' CUDA builds of
-# torch bring theirs: 2.11 triton 3.6.0, 2.15 triton 3.9.0). About 170 MB installed.
+# torch bring theirs: 2.11 triton 3.6.0, 2.15 triton 3.9.0). A 170 MB download, 690 MB installed.
 TRITON = "triton==3.7.1"
 HATCHLING = "hatchling==1.33.0"
 BUILD_TOOLS = [HATCHLING, CUBLAS, NCCL]
