@@ -28,6 +28,24 @@ class InductorCodegen:
     device_op_overrides: Any = None
 
 
+def python_wrapper_with(mixin: type, name: str) -> type:
+    """Inductor's Python wrapper code generator with ``mixin`` first in its bases, for graphs and
+    their subgraphs alike (``create`` picks the subgraph form, as Inductor's own does)."""
+    from torch._inductor.codegen.wrapper import PythonWrapperCodegen, SubgraphPythonWrapperCodegen
+
+    subgraph_wrapper = type(f"{name}Subgraph", (mixin, SubgraphPythonWrapperCodegen), {})
+
+    def create(
+        is_subgraph: bool, subgraph_name: str | None, parent_wrapper: Any, partition_signatures: Any = None
+    ) -> PythonWrapperCodegen:
+        if is_subgraph:
+            return subgraph_wrapper(subgraph_name, parent_wrapper, partition_signatures)
+        return wrapper()
+
+    wrapper = type(name, (mixin, PythonWrapperCodegen), {"create": staticmethod(create)})
+    return wrapper
+
+
 def device_op_overrides(device_name: str) -> Any:
     """How generated wrapper code names the device's calls: guard, streams, synchronize."""
     from torch._inductor.codegen.common import DeviceOpOverrides

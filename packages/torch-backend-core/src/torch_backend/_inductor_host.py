@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from torch_backend._inductor_codegen import InductorCodegen, device_op_overrides
+from torch_backend._inductor_codegen import InductorCodegen, device_op_overrides, python_wrapper_with
 
 
 def host_kernel_codegen(device_name: str) -> InductorCodegen:
@@ -18,7 +18,6 @@ def host_kernel_codegen(device_name: str) -> InductorCodegen:
     import torch
     from torch._inductor.codegen.cpp import CppScheduling
     from torch._inductor.codegen.cpp_wrapper_cpu import CppWrapperCpu
-    from torch._inductor.codegen.wrapper import PythonWrapperCodegen, SubgraphPythonWrapperCodegen
     from torch._inductor.virtualized import V
 
     module = f"torch.{device_name}"
@@ -76,18 +75,6 @@ def host_kernel_codegen(device_name: str) -> InductorCodegen:
                     self.writeline(f"{name} = get_external_object_by_index({user_object})")  # type: ignore[attr-defined]
             return super().codegen_cuda_stream_enter(stream_idx)  # type: ignore[misc]
 
-    class HostKernelSubgraphWrapper(WaitBeforeHostKernels, SubgraphPythonWrapperCodegen):
-        pass
-
-    class HostKernelWrapper(WaitBeforeHostKernels, PythonWrapperCodegen):
-        @staticmethod
-        def create(
-            is_subgraph: bool, subgraph_name: str | None, parent_wrapper: Any, partition_signatures: Any = None
-        ) -> PythonWrapperCodegen:
-            if is_subgraph:
-                return HostKernelSubgraphWrapper(subgraph_name, parent_wrapper, partition_signatures)
-            return HostKernelWrapper()
-
     class HostKernelScheduling(CppScheduling):
         """Inductor's C++ kernels, generated for this device as they are for CPU.
 
@@ -110,7 +97,7 @@ def host_kernel_codegen(device_name: str) -> InductorCodegen:
 
     return InductorCodegen(
         scheduling=HostKernelScheduling,
-        python_wrapper=HostKernelWrapper,
+        python_wrapper=python_wrapper_with(WaitBeforeHostKernels, "HostKernelWrapper"),
         cpp_wrapper=CppWrapperCpu,
         device_op_overrides=device_op_overrides(device_name),
     )

@@ -25,7 +25,7 @@ import os
 from typing import Any
 
 from torch_backend._backend import TritonTarget
-from torch_backend._inductor_codegen import InductorCodegen, device_op_overrides
+from torch_backend._inductor_codegen import InductorCodegen, device_op_overrides, python_wrapper_with
 
 #: The target name each vendor's compiler expects (Triton's ``GPUTarget.backend``).
 _VENDOR_TARGET_NAMES = {"nvidia": "cuda", "amd": "hip"}
@@ -79,7 +79,6 @@ def triton_codegen(device_name: str) -> InductorCodegen:
         EnterDeviceContextManagerLine,
         ExitDeviceContextManagerLine,
         PythonWrapperCodegen,
-        SubgraphPythonWrapperCodegen,
     )
     from torch._inductor.utils import device_need_guard
     from torch._inductor.virtualized import V
@@ -118,18 +117,6 @@ def triton_codegen(device_name: str) -> InductorCodegen:
             else:
                 self.writeline(line)  # type: ignore[attr-defined]
 
-    class TritonSubgraphWrapper(LaunchInDeviceGuard, SubgraphPythonWrapperCodegen):
-        pass
-
-    class TritonWrapper(LaunchInDeviceGuard, PythonWrapperCodegen):
-        @staticmethod
-        def create(
-            is_subgraph: bool, subgraph_name: str | None, parent_wrapper: Any, partition_signatures: Any = None
-        ) -> PythonWrapperCodegen:
-            if is_subgraph:
-                return TritonSubgraphWrapper(subgraph_name, parent_wrapper, partition_signatures)
-            return TritonWrapper()
-
     class NoCppWrapper(PythonWrapperCodegen):
         """Inductor's C++ wrapper loads Triton kernels through CUDA's or XPU's driver API by
         device name: not offered for the device, and asking for it says so."""
@@ -143,7 +130,7 @@ def triton_codegen(device_name: str) -> InductorCodegen:
 
     return InductorCodegen(
         scheduling=TritonScheduling,
-        python_wrapper=TritonWrapper,
+        python_wrapper=python_wrapper_with(LaunchInDeviceGuard, "TritonWrapper"),
         cpp_wrapper=NoCppWrapper,
         device_op_overrides=device_op_overrides(device_name),
     )
