@@ -51,6 +51,8 @@ TRITON = "triton==3.7.1"
 HATCHLING = "hatchling==1.33.0"
 BUILD_TOOLS = [HATCHLING, CUBLAS, NCCL]
 TEST_TOOLS = ["pytest==9.0.3", "expecttest==0.3.0"]
+# The kit's real-model test builds Hugging Face models from tiny configs (no weights downloaded).
+MODELS = "transformers==5.24.0"
 DOCS_TOOLS = ["sphinx==9.0.4", "myst-parser==5.2.0"]
 # Device name -> package folder.
 BACKENDS = {"fake": "torch-backend-fake", "npu": "torch-backend-npu", "gpu": "torch-backend-cuda"}
@@ -112,7 +114,7 @@ def build(session: nox.Session) -> None:
     core's GoogleTest suite.
     """
     system_deps(session)
-    session.install(*TORCH, TRITON, *BUILD_TOOLS, *TEST_TOOLS)
+    session.install(*TORCH, TRITON, *BUILD_TOOLS, *TEST_TOOLS, MODELS)
     # Core first: backends build with the hatch plugin core installs, as they would outside this repo.
     session.install("--no-build-isolation", "-e", str(PACKAGES / "torch-backend-core"))
     home = build_acl_emulator(session)

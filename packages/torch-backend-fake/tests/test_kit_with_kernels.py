@@ -21,3 +21,9 @@ KIT = Path(torch_backend.testing.__file__).parent / "conformance"
 @pytest.mark.skipif(os.environ.get("TORCH_BACKEND_FAKE_KERNELS") == "1", reason="kernels are on in this pass")
 def test_profiler_with_kernels_in_this_memory_mode() -> None:
     rerun_with_kernels(str(KIT / "test_profiler.py"))
+
+
+@pytest.mark.skipif(os.environ.get("TORCH_BACKEND_FAKE_KERNELS") == "1", reason="kernels are on in this pass")
+def test_real_models_with_kernels_in_this_memory_mode() -> None:
+    pytest.importorskip("transformers")
+    rerun_with_kernels(str(KIT / "test_real_models.py"))

@@ -26,6 +26,7 @@ void activate(DeviceRuntime* runtime) {
   at::setHostAllocator(c10::DeviceType::PrivateUse1, host_allocator());
   register_hooks();
   register_minimal_kernels();
+  register_shallow_copy_compatibility();
   auto* lib = new torch::Library(torch::Library::IMPL, "aten",
                                  c10::DispatchKey::PrivateUse1, __FILE__,
                                  __LINE__);  // leaked, like core's own

@@ -11,6 +11,8 @@ void register_hooks();
 void register_minimal_kernels();
 void register_cpu_fallback();
 void register_autocast();
+// Parameter identity across devices (ShallowCopy.cpp).
+void register_shallow_copy_compatibility();
 // Backend metadata (TensorMetadata.cpp): carrying a tensor's metadata to a
 // view or copy made from it (unless that already has its own).
 void inherit_tensor_metadata(const at::Tensor& from, const at::Tensor& to);
