@@ -27,13 +27,18 @@ torch.fake.synchronize()
 if rank == world - 1:
     faults.inject(fault, nth=1)
 start = time.monotonic()
+expected, stage = t.cpu(), "all_reduce"
 try:
     for _ in range(20):
-        dist.all_reduce(t)
-        torch.fake.synchronize()
+        stage = "all_reduce"
+        dist.all_reduce(t, async_op=True).wait()  # returns at once: the failure comes later
+        stage = "read"
+        values = t.cpu()  # a failed collective's output: this must raise
+        expected = expected * world
+        assert torch.equal(values, expected), f"a stale output was read: {values} (the sum is {expected})"
 except Exception as error:
-    print(f"ERROR after {time.monotonic() - start:.1f}s: {type(error).__name__}: {error}", flush=True)
-    os._exit(3)
+    print(f"ERROR after {time.monotonic() - start:.1f}s in {stage}: {type(error).__name__}: {error}", flush=True)
+    sys.exit(3)
 print("no error", flush=True)
 sys.exit(1)
 """
@@ -50,11 +55,14 @@ finished: list[float] = []
 
 
 def errors(results: list[tuple[int, str]]) -> list[tuple[float, str]]:
+    """(seconds, error line) of every rank, each of which must have failed reading the collective's output
+    (never the stale input) and exited 3 through the interpreter's ordinary exit."""
     found = []
     for rank, (code, out) in enumerate(results):
         assert code == 3, f"rank {rank} exited {code}:\n{out}"
         line = next(line for line in out.splitlines() if line.startswith("ERROR after"))
-        found.append((float(line.split("after ")[1].split("s:")[0]), line))
+        assert " in read: DistBackendError" in line, line
+        found.append((float(line.split("after ")[1].split("s in ")[0]), line))
     return found
 
 

@@ -3,8 +3,8 @@ libhccl.so (no Ascend hardware here).
 
 Every operation, DDP, FSDP2, subgroups, stalled and dead peers run in core's conformance kit
 (its distributed suite, which `nox -s tests-npu` runs). Here: what is HCCL's own, an asynchronous
-error in a rank's HCCL task (the emulator's ACL_EMULATOR_FAIL), which must fail every rank with an
-error naming the collective and HCCL's reason, and each rank's exit status.
+error in a rank's HCCL task (the emulator's ACL_EMULATOR_FAIL), which must fail every rank's read of the
+collective's output with an error naming the collective and HCCL's reason, and each rank's exit status.
 """
 
 from __future__ import annotations
@@ -33,12 +33,17 @@ device = torch.device("npu", rank % torch.npu.device_count())
 torch.npu.set_device(device)
 t = torch.ones(4, device=device)
 start = time.monotonic()
+expected, stage = t.cpu(), "all_reduce"
 try:
     for _ in range(20):
-        dist.all_reduce(t)
-        torch.npu.synchronize()
+        stage = "all_reduce"
+        dist.all_reduce(t, async_op=True).wait()  # returns at once: a failure comes later
+        stage = "read"
+        values = t.cpu()  # a failed collective's output: this must raise
+        expected = expected * world
+        assert torch.equal(values, expected), f"a stale output was read: {values} (the sum is {expected})"
 except Exception as error:
-    print(f"ERROR after {time.monotonic() - start:.1f}s: {type(error).__name__}: {error}", flush=True)
+    print(f"ERROR after {time.monotonic() - start:.1f}s in {stage}: {type(error).__name__}: {error}", flush=True)
     sys.exit(3)
 print("no error", flush=True)
 """
@@ -63,7 +68,8 @@ def test_an_asynchronous_hccl_error_fails_every_rank_at_once(world: int) -> None
     for rank, (code, out) in enumerate(results):
         assert code == 3, f"rank {rank} exited {code}:\n{out}"
         line = next(line for line in out.splitlines() if line.startswith("ERROR after"))
-        seconds = float(line.split("after ")[1].split("s:")[0])
+        assert " in read: DistBackendError" in line, line  # reading the output failed, never read stale
+        seconds = float(line.split("after ")[1].split("s in ")[0])
         assert "npuccl all_reduce" in line and seconds < 10, line
         if rank == world - 1:
             assert "internal error (an injected fault: ACL_EMULATOR_FAIL)" in line, line

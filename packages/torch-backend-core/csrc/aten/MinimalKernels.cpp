@@ -20,6 +20,7 @@
 #include <torch_backend/Runtime.h>
 
 #include "../memory/HostAllocator.h"
+#include "../runtime/StreamDependencies.h"
 #include "../runtime/Streams.h"
 #include "LaunchBlocking.h"
 #include "Registration.h"
@@ -123,6 +124,7 @@ void copy_bytes(void* dst, const void* src, size_t bytes, CopyKind kind,
   // After the stream's earlier work (a failure here leaves nothing queued),
   // then the runtime's synchronous copy.
   TORCH_BACKEND_CHECK(runtime.stream_synchronize(handle));
+  check_stream_dependencies(stream);  // a failed collective's stale output
   TORCH_BACKEND_CHECK(runtime.memcpy(dst, src, bytes, kind));
 }
 
@@ -275,8 +277,10 @@ Tensor copy_from(const Tensor& src, const Tensor& dst, bool non_blocking) {
   if (!src.is_cpu() && !dst.is_cpu() && src.device() != dst.device()) {
     // Across devices: the source's pending writes come first.
     c10::DeviceGuard guard(src.device());
-    TORCH_BACKEND_CHECK(active_runtime().stream_synchronize(
-        native_stream(current_stream(src.device().index()))));
+    const c10::Stream source = current_stream(src.device().index());
+    TORCH_BACKEND_CHECK(
+        active_runtime().stream_synchronize(native_stream(source)));
+    check_stream_dependencies(source);
   }
   if (src.dtype() == dst.dtype() && src.sizes() == dst.sizes() &&
       is_plain_dense(src) && is_plain_dense(dst)) {

@@ -154,6 +154,9 @@ void NativeBackend::eagerConnectSingleDevice(at::Device device) {
 
 void NativeBackend::abort() {
   std::lock_guard<std::recursive_mutex> lock(mutex_);
+  if (watchdog_) {
+    watchdog_->fail_unfinished(name_ + ": the process group was aborted");
+  }
   for (auto& [index, comm] : comms_) {
     comm->abort();
   }
@@ -294,7 +297,11 @@ c10::intrusive_ptr<c10d::Work> NativeBackend::launch(
                             std::to_string(sequence_) + " (" +
                             std::to_string(first.numel()) + " x " +
                             std::string(c10::toString(first.scalar_type())) +
-                            ", " + comm->describe() + ")";
+                            ", " + comm->describe() +
+                            (getGroupUid().empty()
+                                 ? std::string()
+                                 : ", process group '" + getGroupUid() + "'") +
+                            ")";
   auto state = std::make_shared<WorkState>(comm, std::move(description),
                                            end_process_on_error_);
   auto work = c10::make_intrusive<NativeWork>(state, type, outputs,

@@ -18,6 +18,7 @@ WorkState::WorkState(std::shared_ptr<Communicator> comm,
       end(this->comm->device().type()) {}
 
 void WorkState::record_end() {
+  add_stream_dependency(comm->stream(), shared_from_this());
   end.record(comm->stream());
   std::lock_guard<std::mutex> lock(mutex_);
   recorded_ = true;
@@ -34,13 +35,19 @@ bool WorkState::poll() {
       return false;
     }
   }
+  // The end first: a library publishes a collective's failure before its
+  // stream work ends, so an ended collective with no error by then succeeded.
+  const bool ended = [this] {
+    const UncheckedQueries unchecked;  // whether it ended, not how
+    return end.query();
+  }();
   const std::string async = comm->async_error();
   if (!async.empty()) {
     fail(async + " (" + comm->library().library_name() + ", " +
          comm->describe() + ")");
     return true;
   }
-  if (!end.query()) {
+  if (!ended) {
     return false;
   }
   std::lock_guard<std::mutex> lock(mutex_);
@@ -54,7 +61,10 @@ void WorkState::fail(const std::string& why) {
     return;
   }
   try {
-    C10_THROW_ERROR(DistBackendError, description + " failed: " + why);
+    // The watchdog's reason names the collective that timed out: itself here.
+    const bool names_itself = why.rfind(description, 0) == 0;
+    C10_THROW_ERROR(DistBackendError,
+                    names_itself ? why : description + " failed: " + why);
   } catch (...) {
     error_ = std::current_exception();
   }
@@ -63,6 +73,12 @@ void WorkState::fail(const std::string& why) {
 std::exception_ptr WorkState::error() const {
   std::lock_guard<std::mutex> lock(mutex_);
   return error_;
+}
+
+StreamDependency::State WorkState::state() {
+  poll();
+  std::lock_guard<std::mutex> lock(mutex_);
+  return error_ ? State::Failed : done_ ? State::Succeeded : State::Running;
 }
 
 std::chrono::milliseconds WorkState::running_for() const {
@@ -109,7 +125,10 @@ void NativeWork::synchronize() {
   throw_if_failed();
   const c10::Device device = state_->comm->device();
   const c10::impl::VirtualGuardImpl guard(device.type());
-  state_->end.block(guard.getStream(device));
+  const c10::Stream current = guard.getStream(device);
+  // Before the wait is enqueued: a failure from now on fails `current`.
+  add_stream_dependency(current, state_);
+  state_->end.block(current);
 }
 
 bool NativeWork::wait(std::chrono::milliseconds timeout) {
@@ -131,8 +150,9 @@ bool NativeWork::wait(std::chrono::milliseconds timeout) {
 }
 
 void NativeWork::abort() {
-  state_->comm->abort();
+  state_->poll();
   state_->fail("aborted");
+  state_->comm->abort();
 }
 
 c10::intrusive_ptr<c10::ivalue::Future> NativeWork::getFuture() {

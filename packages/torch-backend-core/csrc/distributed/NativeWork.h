@@ -7,7 +7,10 @@
 // host until the collective is done. The work keeps its tensors alive until
 // then, instead of recordStream. Its state (WorkState) is shared with the
 // group's watchdog, which fails it on a timeout or a library error: wait()
-// then raises, naming the collective.
+// then raises, naming the collective. A failure after wait() returned fails
+// the streams that wait for the collective instead (StreamDependencies.h):
+// the next call that reads their results on the host raises it, so a stale
+// output is never read as a result.
 #pragma once
 #include <torch/csrc/distributed/c10d/Work.hpp>
 
@@ -19,13 +22,15 @@
 #include <string>
 #include <vector>
 
+#include "../runtime/StreamDependencies.h"
 #include "Communicator.h"
 
 namespace torch_backend::distributed {
 
 // What the watchdog needs of a work, without its tensors: the watchdog's
 // thread must never free a tensor (it may run while Python finalises).
-class WorkState {
+class WorkState final : public StreamDependency,
+                        public std::enable_shared_from_this<WorkState> {
  public:
   // `end_process_on_error`: a failure the caller sees ends the process, as
   // the watchdog's does (TORCH_BACKEND_DIST_ERROR_HANDLING=abort).
@@ -33,14 +38,18 @@ class WorkState {
             bool end_process_on_error = false);
 
   // Marks the end of the collective on the communication stream: right after
-  // it was enqueued, or after the group that enqueues it (coalescing).
+  // it was enqueued, or after the group that enqueues it (coalescing). Later
+  // work on that stream depends on it.
   void record_end();
   // True once the collective finished or failed (a library error fails it).
   bool poll();
-  // Fails it with `why` unless it already finished.
+  // Fails it with `why` unless it already finished. Where an abort ends the
+  // collective, fail it first: the abort lets its stream go on.
   void fail(const std::string& why);
   // The error, if it failed.
-  std::exception_ptr error() const;
+  std::exception_ptr error() const override;
+  // As a dependency of the streams that wait for it.
+  State state() override;
   // Milliseconds since it was enqueued (0 before).
   std::chrono::milliseconds running_for() const;
 

@@ -166,14 +166,31 @@ void Watchdog::fail_group(const std::string& why) {
     comms = comms_;
   }
   drained_.notify_all();
-  // Aborting ends the communicators' blocked stream work, so nothing waits
-  // for it forever; then every unfinished collective fails with the reason.
+  // Every unfinished collective fails with the reason, then aborting ends the
+  // communicators' blocked stream work, so nothing waits for it forever. In
+  // that order: a stream the abort lets go on must find its collective failed.
+  fail_unfinished(works, why);
   for (const auto& weak : comms) {
     if (auto comm = weak.lock()) {
       comm->abort();
     }
   }
+}
+
+void Watchdog::fail_unfinished(const std::string& why) {
+  std::vector<std::shared_ptr<WorkState>> works;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    works = works_;
+  }
+  fail_unfinished(works, why);
+}
+
+void Watchdog::fail_unfinished(
+    const std::vector<std::shared_ptr<WorkState>>& works,
+    const std::string& why) {
   for (const auto& work : works) {
+    work->poll();  // one that finished keeps its result
     work->fail(why);
   }
 }

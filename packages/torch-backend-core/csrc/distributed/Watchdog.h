@@ -48,10 +48,15 @@ class Watchdog {
   // Returns once every watched collective finished or the group failed, and
   // stops the thread.
   void drain();
+  // Fails every watched collective that has not finished (before an abort).
+  void fail_unfinished(const std::string& why);
 
  private:
   void run();
   void fail_group(const std::string& why);
+  static void fail_unfinished(
+      const std::vector<std::shared_ptr<WorkState>>& works,
+      const std::string& why);
 
   const std::string group_;
   const std::chrono::milliseconds timeout_;

@@ -21,6 +21,7 @@
 #include "../aten/kernels/OpTable.h"
 #include "../profiler/KinetoProfiler.h"
 #include "../profiler/LegacyProfiler.h"
+#include "../runtime/StreamDependencies.h"
 #include "MemoryHistory.h"
 #include "Serialization.h"
 #include "Sharing.h"
@@ -59,6 +60,7 @@ void synchronize(int device) {
   c10::DeviceGuard guard(
       {c10::DeviceType::PrivateUse1, static_cast<c10::DeviceIndex>(device)});
   TORCH_BACKEND_CHECK(active_runtime().synchronize_device());
+  check_device_dependencies(static_cast<c10::DeviceIndex>(device));
 }
 
 py::dict device_properties(int device) {

@@ -8,6 +8,8 @@
 #include <torch_backend/Runtime.h>
 
 #include "Guard.h"
+
+#include "StreamDependencies.h"
 #include "Streams.h"
 
 namespace torch_backend {
@@ -96,6 +98,9 @@ class DeviceGuardImpl final : public c10::impl::DeviceGuardImplInterface {
       bool complete = false;
       TORCH_BACKEND_CHECK(
           active_runtime().stream_query(native_stream(stream), &complete));
+      if (complete) {
+        check_stream_dependencies(stream);
+      }
       return complete;
     });
   }
@@ -104,6 +109,7 @@ class DeviceGuardImpl final : public c10::impl::DeviceGuardImplInterface {
     on_device(stream.device_index(), [&] {
       TORCH_BACKEND_CHECK(
           active_runtime().stream_synchronize(native_stream(stream)));
+      check_stream_dependencies(stream);
       return 0;
     });
   }
@@ -119,8 +125,9 @@ class DeviceGuardImpl final : public c10::impl::DeviceGuardImplInterface {
   }
 
   void synchronizeDevice(DeviceIndex device) const override {
-    on_device(device, [] {
+    on_device(device, [device] {
       TORCH_BACKEND_CHECK(active_runtime().synchronize_device());
+      check_device_dependencies(device);
       return 0;
     });
   }
@@ -148,6 +155,7 @@ class DeviceGuardImpl final : public c10::impl::DeviceGuardImplInterface {
       }
       TORCH_BACKEND_CHECK(
           active_runtime().event_record(*event, native_stream(stream)));
+      note_event_recorded(*event, stream);
       return 0;
     });
   }
@@ -159,6 +167,7 @@ class DeviceGuardImpl final : public c10::impl::DeviceGuardImplInterface {
     on_device(stream.device_index(), [&] {
       TORCH_BACKEND_CHECK(
           active_runtime().stream_wait_event(native_stream(stream), event));
+      note_event_waited(event, stream);
       return 0;
     });
   }
@@ -169,17 +178,22 @@ class DeviceGuardImpl final : public c10::impl::DeviceGuardImplInterface {
     }
     bool complete = false;
     TORCH_BACKEND_CHECK(active_runtime().event_query(event, &complete));
+    if (complete) {
+      check_event_dependencies(event);
+    }
     return complete;
   }
 
   void synchronizeEvent(void* event) const override {
     if (event != nullptr) {
       TORCH_BACKEND_CHECK(active_runtime().event_synchronize(event));
+      check_event_dependencies(event);
     }
   }
 
   void destroyEvent(void* event, DeviceIndex) const noexcept override {
     if (event != nullptr) {
+      forget_event(event);
       (void)active_runtime().event_destroy(event);
     }
   }

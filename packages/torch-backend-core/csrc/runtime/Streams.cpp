@@ -1,5 +1,7 @@
 #include "Streams.h"
 
+#include "StreamDependencies.h"
+
 #include <array>
 #include <atomic>
 #include <mutex>
@@ -104,8 +106,9 @@ StreamHandle native_stream(const c10::Stream& stream) {
 
 void wait_for_host_access(c10::Device device) {
   c10::DeviceGuard guard(device);
-  TORCH_BACKEND_CHECK(active_runtime().stream_synchronize(
-      native_stream(current_stream(device.index()))));
+  const c10::Stream stream = current_stream(device.index());
+  TORCH_BACKEND_CHECK(active_runtime().stream_synchronize(native_stream(stream)));
+  check_stream_dependencies(stream);
 }
 
 }  // namespace torch_backend

@@ -345,6 +345,76 @@ def scenario_stall(rank: int, world: int) -> None:
     expect_failure(stalled, "a collective with a stalled peer")
 
 
+def read_failed_output(t: torch.Tensor, what: str, point_to_point: bool = False) -> None:
+    """A surviving rank's collective (an all_reduce into `t`, or a grouped receive into it from the last
+    rank) fails after wait() returned (async_op, so wait() only orders the stream): every read of its
+    output must raise, never hand back the stale input. Reports the first error and how long it took
+    (SURVIVOR_ERROR), checks that later reads raise too, and exits 3 through the interpreter's ordinary
+    exit (the process's own status)."""
+    expected = t.cpu() * dist.get_world_size()
+    start = time.monotonic()
+    if point_to_point:
+        ops = [dist.P2POp(dist.irecv, t, dist.get_world_size() - 1)]
+        works = dist.batch_isend_irecv(ops)
+    else:
+        works = [dist.all_reduce(t, async_op=True)]
+    for work in works:
+        work.wait()
+    # Events carry the failure to the streams that wait for them, as they carry the work.
+    event = dev.Event()
+    event.record()
+    side = dev.Stream()
+    side.wait_event(event)
+    reads: list[tuple[str, Callable[[], object]]] = [
+        ("tensor.cpu()", t.cpu),
+        ("synchronize()", dev.synchronize),
+        ("tensor.item()", lambda: t.sum().item()),
+        ("stream.synchronize()", lambda: dev.current_stream().synchronize()),
+        ("event.synchronize()", event.synchronize),
+        ("a stream that waited for the event: synchronize()", side.synchronize),
+    ]
+    for name, read in reads:
+        try:
+            value = read()
+        except Exception as e:
+            if name == reads[0][0]:
+                print(f"SURVIVOR_ERROR after {time.monotonic() - start:.1f}s: {type(e).__name__}: {e}", flush=True)
+            continue
+        raise AssertionError(f"{what}: {name} returned {value!r} with no error (input {expected.tolist()})")
+    sys.exit(3)
+
+
+def scenario_stale_die(rank: int, world: int) -> None:
+    """The last rank dies; a survivor's output of the collective it never joined is never read."""
+    t = torch.ones(4, device=DEVICE)
+    dist.all_reduce(t)
+    dev.synchronize()
+    if rank == world - 1:
+        os._exit(17)
+    time.sleep(0.5)
+    read_failed_output(t, "a collective with a dead peer")
+
+
+def stall_then_read(rank: int, world: int, point_to_point: bool) -> None:
+    """The last rank stops joining (alive); the survivor's output fails at the group's timeout."""
+    t = torch.ones(4, device=DEVICE)
+    dist.all_reduce(t)
+    dev.synchronize()
+    if rank == world - 1:
+        time.sleep(2 * float(os.environ["DIST_TEST_TIMEOUT_S"]) + 1)
+        os._exit(17)
+    read_failed_output(t, "a collective with a stalled peer", point_to_point)
+
+
+def scenario_stale_stall(rank: int, world: int) -> None:
+    stall_then_read(rank, world, point_to_point=False)
+
+
+def scenario_stale_stall_p2p(rank: int, world: int) -> None:
+    """The same for a grouped receive (batch_isend_irecv: the library's group path)."""
+    stall_then_read(rank, world, point_to_point=True)
+
+
 def scenario_default_backend(rank: int, world: int) -> None:
     """init_process_group() naming no backend: the native one serves the device (CPU tensors need a
     backend named, as with CUDA's NCCL)."""

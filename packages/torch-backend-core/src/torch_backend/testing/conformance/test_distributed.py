@@ -82,6 +82,24 @@ def test_stalled_peer_fails_native_survivors_within_the_timeout():
 
 
 @needs_native
+def test_dead_peer_fails_every_read_of_the_survivors_output():
+    env = {**ON_NATIVE, "DIST_TEST_TIMEOUT_S": "20"}
+    for seconds, line in survivor_errors(run_ranks("stale_die", 3, env=env, limit_s=120)):
+        assert "all_reduce" in line and "process exited" in line and seconds < 20 + 30, line
+
+
+@needs_native
+@pytest.mark.parametrize("scenario", ["stale_stall", "stale_stall_p2p"])
+def test_stalled_peer_fails_every_read_of_the_survivors_output(scenario: str):
+    timeout_s = 4
+    results = run_ranks(scenario, 2, env={**ON_NATIVE, "DIST_TEST_TIMEOUT_S": str(timeout_s)}, limit_s=120)
+    op = "recv" if scenario.endswith("p2p") else "all_reduce"
+    for seconds, line in survivor_errors(results):
+        assert op in line and "timed out" in line and "rank 0 of 2" in line, line
+        assert timeout_s <= seconds <= timeout_s + 30, line
+
+
+@needs_native
 def test_native_backend_is_the_default_and_staged_gloo_stays_selectable():
     assert set(dist.Backend.backend_capability[NATIVE]) == {DEVICE, "cpu"}
     assert set(dist.Backend.backend_capability["staged_gloo"]) == {DEVICE, "cpu"}
