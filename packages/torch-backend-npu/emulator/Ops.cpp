@@ -297,6 +297,22 @@ aclnnStatus launch(const char* op, void* workspace, uint64_t workspace_size,
   }                                                                  \
   EMULATOR_LAUNCH(Name)
 
+// The emulator's model of a float16/bfloat16 add or sub with a host scalar:
+// computed in float and rounded once, the scalar as given (what core's
+// kernel contract asks, and CUDA gives). ATen's CPU add rounds the scalar to
+// the tensor's dtype first (its mul and div do not). Unverified on Ascend.
+template <at::Tensor& (*aten_out)(at::Tensor&, const at::Tensor&,
+                                  const at::Scalar&, const at::Scalar&)>
+at::Tensor& in_float_math(at::Tensor& out, const at::Tensor& self,
+                          const at::Scalar& other, const at::Scalar& alpha) {
+  if (!at::isReducedFloatingType(self.scalar_type())) {
+    return aten_out(out, self, other, alpha);
+  }
+  at::Tensor wide = at::empty(self.sizes(), self.options().dtype(at::kFloat));
+  aten_out(wide, self.to(at::kFloat), other, alpha);
+  return out.copy_(wide);
+}
+
 // Scalar forms (aclnnAdds, aclnnMuls, aclnnEqScalar, ...): other is a host
 // scalar; with an alpha, out = self op alpha * other.
 #define EMULATOR_ALPHA_SCALAR_BINARY(Name, aten_out)                         \
@@ -347,8 +363,8 @@ EMULATOR_BINARY(aclnnLtTensor, at::lt_out)
 EMULATOR_BINARY(aclnnLeTensor, at::le_out)
 EMULATOR_BINARY(aclnnGtTensor, at::gt_out)
 EMULATOR_BINARY(aclnnGeTensor, at::ge_out)
-EMULATOR_ALPHA_SCALAR_BINARY(aclnnAdds, at::add_out)
-EMULATOR_ALPHA_SCALAR_BINARY(aclnnSubs, at::sub_out)
+EMULATOR_ALPHA_SCALAR_BINARY(aclnnAdds, in_float_math<at::add_out>)
+EMULATOR_ALPHA_SCALAR_BINARY(aclnnSubs, in_float_math<at::sub_out>)
 EMULATOR_SCALAR_BINARY(aclnnMuls, at::mul_out)
 EMULATOR_SCALAR_BINARY(aclnnDivs, at::div_out)
 EMULATOR_SCALAR_BINARY(aclnnEqScalar, at::eq_out)

@@ -14,6 +14,7 @@
 #include <c10/util/Exception.h>
 
 #include <ATen/Dispatch.h>
+#include <ATen/OpMathType.h>
 #include <ATen/ops/add_meta.h>
 #include <ATen/ops/addcdiv_meta.h>
 #include <ATen/ops/addcmul_meta.h>
@@ -119,6 +120,12 @@ at::ScalarType expected_dtype(DtypeRule rule, int operand,
   return compute;
 }
 
+// Arithmetic computes in the math type (float for float16): its Python
+// number operands are read in it. Comparisons and where() in the dtype.
+bool is_arithmetic(DtypeRule rule) {
+  return rule == DtypeRule::Common || rule == DtypeRule::Output;
+}
+
 // Kernels get their inputs in schema order. ATen's meta function for
 // threshold_backward adds them to the iterator the other way round.
 bool iterator_reverses_inputs(const char* kernel_name) {
@@ -135,18 +142,32 @@ c10::Scalar cpu_operand(const TensorIteratorBase& iter, int arg) {
   return value;
 }
 
+// The CPU scalar operand `arg` as the op computes with it: arithmetic on
+// float16 and bfloat16 reads the number as given, before TensorIterator's
+// promotion rounded it to the dtype (CUDA's and the CPU's kernels read
+// original_scalar_value in the math type); anything else as promoted.
+c10::Scalar operand_value(TensorIteratorBase& iter, int arg, DtypeRule rule,
+                          at::ScalarType compute) {
+  if (is_arithmetic(rule) && at::isReducedFloatingType(compute)) {
+    return iter.original_scalar_value<double>(arg);
+  }
+  return cpu_operand(iter, arg);
+}
+
 // Calls `kernel` on an iterator whose operands already have the dtypes the
 // kernel expects, but for CPU scalars, which travel as values.
-bool launch(TensorIteratorBase& iter, at::ScalarType compute,
+bool launch(TensorIteratorBase& iter, at::ScalarType compute, DtypeRule rule,
             ElementwiseKernel kernel, const Arguments& args) {
   ElementwiseCall call;
   call.out = view_of(iter, 0);
   call.num_inputs = iter.ntensors() - 1;
   TORCH_INTERNAL_ASSERT(call.num_inputs <= kMaxElementwiseInputs);
   for (int i = 0; i < call.num_inputs; ++i) {
-    if (iter.is_cpu_scalar(i + 1)) {  // in the compute dtype, as every input
+    if (iter.is_cpu_scalar(i + 1)) {  // declared in the compute dtype
+      const c10::Scalar operand = operand_value(iter, i + 1, rule, compute);
       set_scalar_input(call, i, *kernel_dtype(compute),
-                       cast_scalar(cpu_operand(iter, i + 1), compute));
+                       is_arithmetic(rule) ? opmath_scalar(operand, compute)
+                                  : cast_scalar(operand, compute));
     } else {
       call.inputs[i] = view_of(iter, i + 1);
     }
@@ -209,17 +230,23 @@ bool run_converted(TensorIteratorBase& iter, DtypeRule rule,
     if (!iter.is_cpu_scalar(i)) {
       inputs.push_back(iter.tensor(i).to(device, dtype));
     } else if (scalars == Scalars::AsValues) {
-      inputs.push_back(iter.tensor(i));  // read by launch()
+      // Read by launch(); as given where arithmetic reads the original.
+      inputs.push_back(
+          is_arithmetic(rule) && at::isReducedFloatingType(compute)
+              ? at::scalar_tensor(operand_value(iter, i, rule, compute),
+                                  at::TensorOptions().dtype(at::kDouble))
+              : iter.tensor(i));
     } else {
       // Filled in on the device (the fill kernel, enqueued) rather than
       // copied up, which would wait for the copy.
-      const c10::Scalar value = iter.tensor(i).to(dtype).item();
+      const c10::Scalar value =
+          operand_value(iter, i, rule, compute_dtype(iter, rule));
       inputs.push_back(at::scalar_tensor(value, out.options().dtype(dtype)));
     }
     config.add_const_input(inputs.back());
   }
   auto converted = config.build();
-  if (!launch(converted, compute, kernel, args)) {
+  if (!launch(converted, compute, rule, kernel, args)) {
     return false;
   }
   if (!typed_out) {
@@ -246,11 +273,15 @@ bool run_elementwise(TensorIteratorBase& iter, DtypeRule rule,
     typed = typed && (iter.dtype(i) == expected_dtype(rule, i, compute) ||
                       (i > 0 && iter.is_cpu_scalar(i)));
   }
-  const bool ran = typed ? launch(iter, compute, kernel, args)
+  const bool ran = typed ? launch(iter, compute, rule, kernel, args)
                          : run_converted(iter, rule, compute, kernel, args,
                                          Scalars::AsValues);
+  // Arithmetic on float16 and bfloat16 then runs in float: a float16 tensor
+  // cannot hold the number as the op computes with it.
+  const at::ScalarType filled_compute =
+      is_arithmetic(rule) ? at::toOpMathType(compute) : compute;
   return ran || (has_cpu_scalar(iter) &&
-                 run_converted(iter, rule, compute, kernel, args,
+                 run_converted(iter, rule, filled_compute, kernel, args,
                                Scalars::AsDeviceTensors));
 }
 

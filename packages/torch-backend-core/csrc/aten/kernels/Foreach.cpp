@@ -87,7 +87,7 @@ bool run_multi_tensor(const char* name, TensorList out,
         call.inputs[k] = dense_view(input.list[t]);
       } else {
         set_scalar_input(call, k, call.out.dtype,
-                         cast_scalar(input.scalar_for(t), dtype));
+                         opmath_scalar(input.scalar_for(t), dtype));
       }
     }
     for (const Source& scalar : scalars) {

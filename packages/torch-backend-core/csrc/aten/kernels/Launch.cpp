@@ -1,6 +1,7 @@
 #include "Launch.h"
 
 #include <ATen/Dispatch.h>
+#include <ATen/OpMathType.h>
 #include <ATen/ops/amax.h>
 #include <ATen/ops/ge.h>
 #include <ATen/ops/lt.h>
@@ -11,6 +12,7 @@
 #include <torch_backend/Runtime.h>
 
 #include <algorithm>
+#include <optional>
 #include <type_traits>
 
 #include "../../runtime/Streams.h"
@@ -76,13 +78,15 @@ TensorView view_of(const at::TensorIteratorBase& iter, int arg) {
 namespace {
 
 // A ScalarValue in `compute`: convert(scalar_t{}) gives the value in that
-// dtype's C++ type.
+// dtype's C++ type (in `math`'s where given: a wider type of the same kind).
 template <class Convert>
-ScalarValue value_in(at::ScalarType compute, Convert convert) {
+ScalarValue value_in(at::ScalarType compute, Convert convert,
+                     std::optional<at::ScalarType> math = std::nullopt) {
   ScalarValue value;
   value.is_integral = at::isIntegralType(compute, /*includeBool=*/true);
   AT_DISPATCH_ALL_TYPES_AND3(
-      at::kHalf, at::kBFloat16, at::kBool, compute, "scalar_value", [&] {
+      at::kHalf, at::kBFloat16, at::kBool, math.value_or(compute),
+      "scalar_value", [&] {
         const scalar_t converted = convert(scalar_t{});
         if (value.is_integral) {
           value.as_int = static_cast<int64_t>(converted);
@@ -103,16 +107,30 @@ ScalarValue scalar_value(const c10::Scalar& scalar, at::ScalarType compute) {
   });
 }
 
+namespace {
+
+template <class T>
+T cast_to(const c10::Scalar& scalar) {
+  if constexpr (std::is_integral_v<T>) {
+    return static_cast<T>(scalar.isBoolean() ? scalar.toBool()
+                                             : scalar.toLong());
+  } else {
+    return static_cast<T>(scalar.toDouble());
+  }
+}
+
+}  // namespace
+
 ScalarValue cast_scalar(const c10::Scalar& scalar, at::ScalarType compute) {
   return value_in(compute, [&](auto tag) {
-    using T = decltype(tag);
-    if constexpr (std::is_integral_v<T>) {
-      return static_cast<T>(scalar.isBoolean() ? scalar.toBool()
-                                               : scalar.toLong());
-    } else {
-      return static_cast<T>(scalar.toDouble());
-    }
+    return cast_to<decltype(tag)>(scalar);
   });
+}
+
+ScalarValue opmath_scalar(const c10::Scalar& scalar, at::ScalarType compute) {
+  return value_in(
+      compute, [&](auto tag) { return cast_to<decltype(tag)>(scalar); },
+      at::toOpMathType(compute));
 }
 
 void set_scalar_input(ElementwiseCall& call, int k, DType dtype,

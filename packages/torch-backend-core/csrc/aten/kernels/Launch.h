@@ -44,6 +44,12 @@ ScalarValue scalar_value(const c10::Scalar& scalar, at::ScalarType compute);
 // the CPU converts such operands that way.
 ScalarValue cast_scalar(const c10::Scalar& scalar, at::ScalarType compute);
 
+// The same for an operand of arithmetic (`half_x * 0.1`, `_foreach_add_`),
+// in compute's math type: float for float16 and bfloat16 (at::opmath_type),
+// as CPU and CUDA kernels read it, so the result is rounded once. Comparisons
+// and where() take theirs in the compute dtype (cast_scalar), as they do.
+ScalarValue opmath_scalar(const c10::Scalar& scalar, at::ScalarType compute);
+
 // Makes input `k` of `call` a host scalar operand of `value`
 // (DeviceKernels.h): out's sizes, strides 0, no data.
 void set_scalar_input(ElementwiseCall& call, int k, DType dtype,
