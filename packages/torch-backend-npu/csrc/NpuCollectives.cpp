@@ -30,7 +30,7 @@ static_assert(sizeof(HcclRootInfo) <= sizeof(CollectiveId::bytes),
 
 HcclDataType hccl_type(DType dtype) {
   switch (dtype) {
-    case DType::Bool:  // core reduces Bool as Max, which bytes do alike
+    case DType::Bool:  // moved as bytes (reductions: hccl_reduction_type)
     case DType::UInt8:
       return HCCL_DATA_TYPE_UINT8;
     case DType::Int8:
@@ -51,6 +51,32 @@ HcclDataType hccl_type(DType dtype) {
       return HCCL_DATA_TYPE_FP64;
   }
   return HCCL_DATA_TYPE_RESERVED;
+}
+
+// HCCL's element type for a reduction of `dtype` with `op`; false where HCCL
+// has none (CANN's HCCL reference, Atlas A2: int8, int16, int32, int64,
+// float16, float32, bfp16; prod of neither int16 nor bfp16). Core reduces
+// Bool as Max or Min, which int8 computes alike; float64 and uint8 are
+// declined and core says so.
+bool hccl_reduction_type(DType dtype, ReduceOp op, HcclDataType* out) {
+  switch (dtype) {
+    case DType::Bool:
+      *out = HCCL_DATA_TYPE_INT8;
+      return op == ReduceOp::Max || op == ReduceOp::Min;
+    case DType::Int16:
+    case DType::BFloat16:
+      *out = hccl_type(dtype);
+      return op != ReduceOp::Product;
+    case DType::Int8:
+    case DType::Int32:
+    case DType::Int64:
+    case DType::Float16:
+    case DType::Float32:
+      *out = hccl_type(dtype);
+      return true;
+    default:
+      return false;
+  }
 }
 
 // false: HCCL has no such operation (Avg).
@@ -124,9 +150,10 @@ class NpuCollectives final : public torch_backend::DeviceCollectives {
                     DType dtype, ReduceOp op, CommHandle comm,
                     StreamHandle stream) override {
     HcclReduceOp hccl;
-    return hccl_op(op, &hccl)
-               ? HcclAllReduce(writable(send), recv, count, hccl_type(dtype),
-                               hccl, comm, stream_of(stream))
+    HcclDataType type;
+    return hccl_op(op, &hccl) && hccl_reduction_type(dtype, op, &type)
+               ? HcclAllReduce(writable(send), recv, count, type, hccl, comm,
+                               stream_of(stream))
                : kNotSupported;
   }
 
@@ -140,8 +167,9 @@ class NpuCollectives final : public torch_backend::DeviceCollectives {
                 ReduceOp op, int root, CommHandle comm,
                 StreamHandle stream) override {
     HcclReduceOp hccl;
-    return hccl_op(op, &hccl)
-               ? HcclReduce(writable(send), recv, count, hccl_type(dtype), hccl,
+    HcclDataType type;
+    return hccl_op(op, &hccl) && hccl_reduction_type(dtype, op, &type)
+               ? HcclReduce(writable(send), recv, count, type, hccl,
                             static_cast<uint32_t>(root), comm,
                             stream_of(stream))
                : kNotSupported;
@@ -158,10 +186,11 @@ class NpuCollectives final : public torch_backend::DeviceCollectives {
                         DType dtype, ReduceOp op, CommHandle comm,
                         StreamHandle stream) override {
     HcclReduceOp hccl;
-    return hccl_op(op, &hccl) ? HcclReduceScatter(writable(send), recv,
-                                                  recv_count, hccl_type(dtype),
-                                                  hccl, comm, stream_of(stream))
-                              : kNotSupported;
+    HcclDataType type;
+    return hccl_op(op, &hccl) && hccl_reduction_type(dtype, op, &type)
+               ? HcclReduceScatter(writable(send), recv, recv_count, type,
+                                   hccl, comm, stream_of(stream))
+               : kNotSupported;
   }
 
   Status all_to_all(const void* send, void* recv, std::size_t count,

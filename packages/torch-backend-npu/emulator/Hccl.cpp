@@ -186,6 +186,30 @@ HcclResult submit(const char* call, HcclComm handle, aclrtStream stream,
     return HCCL_E_NOT_SUPPORT;        \
   }
 
+// What HCCL reduces (AllReduce, Reduce, ReduceScatter) on Atlas A2 training
+// products, as CANN's HCCL reference lists it: int8, int16, int32, int64,
+// float16, float32 and bfp16, and prod of neither int16 nor bfp16. No float64,
+// no unsigned types (those only move: broadcast, gather, send).
+bool hccl_reduces(DType dtype, ReduceOp op) {
+  switch (dtype) {
+    case DType::Int16:
+    case DType::BFloat16:
+      return op != ReduceOp::Product;
+    case DType::Int8:
+    case DType::Int32:
+    case DType::Int64:
+    case DType::Float16:
+    case DType::Float32:
+      return true;
+    default:
+      return false;
+  }
+}
+#define HCCL_EMULATOR_REDUCES(dtype, op) \
+  if (!hccl_reduces(dtype, op)) {        \
+    return HCCL_E_NOT_SUPPORT;           \
+  }
+
 }  // namespace
 
 extern "C" {
@@ -291,6 +315,7 @@ ACL_EMULATOR_API HcclResult HcclAllReduce(void* sendBuf, void* recvBuf,
                                           aclrtStream stream) {
   HCCL_EMULATOR_TYPES(dataType, dtype)
   HCCL_EMULATOR_OP(op, reduce_op)
+  HCCL_EMULATOR_REDUCES(dtype, reduce_op)
   const std::size_t bytes = count * torch_backend::element_size(dtype);
   return submit("HcclAllReduce", comm, stream,
                 {{sendBuf, bytes}, {recvBuf, bytes}},
@@ -318,6 +343,7 @@ ACL_EMULATOR_API HcclResult HcclReduce(void* sendBuf, void* recvBuf,
                                        HcclComm comm, aclrtStream stream) {
   HCCL_EMULATOR_TYPES(dataType, dtype)
   HCCL_EMULATOR_OP(op, reduce_op)
+  HCCL_EMULATOR_REDUCES(dtype, reduce_op)
   const CommRef found = find(comm);
   const std::size_t bytes = count * torch_backend::element_size(dtype);
   // recvBuf matters on the root only.
@@ -354,6 +380,7 @@ ACL_EMULATOR_API HcclResult HcclReduceScatter(void* sendBuf, void* recvBuf,
                                               aclrtStream stream) {
   HCCL_EMULATOR_TYPES(dataType, dtype)
   HCCL_EMULATOR_OP(op, reduce_op)
+  HCCL_EMULATOR_REDUCES(dtype, reduce_op)
   const CommRef found = find(comm);
   const std::size_t bytes = recvCount * torch_backend::element_size(dtype);
   const std::size_t ranks = found ? found->nranks : 1;

@@ -75,3 +75,61 @@ def test_an_asynchronous_hccl_error_fails_every_rank_at_once(world: int) -> None
             assert "internal error (an injected fault: ACL_EMULATOR_FAIL)" in line, line
         else:  # the peers learn of it from the interconnect, or from the failed rank's abort
             assert "a peer rank's communicator failed" in line or "destroyed" in line, line
+
+
+DTYPE_WORKER = """
+import sys
+from datetime import timedelta
+import torch, torch.distributed as dist
+
+port, rank, world = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3])
+store = dist.TCPStore("127.0.0.1", port, world, is_master=False, timeout=timedelta(seconds=30))
+dist.init_process_group(store=store, rank=rank, world_size=world, timeout=timedelta(seconds=30))
+device = torch.device("npu", rank % torch.npu.device_count())
+torch.npu.set_device(device)
+
+ATEN_NAMES = {torch.float64: "Double", torch.uint8: "Byte", torch.int16: "Short", torch.bfloat16: "BFloat16"}
+
+def refused(call, dtype, op):
+    try:
+        call()
+    except (TypeError, RuntimeError) as error:  # c10d's bindings raise C++ TypeErrors as RuntimeError
+        message = str(error)
+        assert "HCCL has no" in message and ATEN_NAMES[dtype] in message and op in message, error
+        return
+    raise AssertionError(f"{dtype} {op} was not refused")
+
+# HCCL reduces no float64 and no uint8, and has no product of int16 or bfloat16: a TypeError naming them,
+# raised before anything is enqueued, and the group stays usable.
+for dtype, op in [(torch.float64, dist.ReduceOp.SUM), (torch.uint8, dist.ReduceOp.MAX),
+                  (torch.int16, dist.ReduceOp.PRODUCT), (torch.bfloat16, dist.ReduceOp.PRODUCT),
+                  (torch.float64, dist.ReduceOp.AVG)]:
+    t = torch.ones(4, dtype=dtype, device=device)
+    name = str(op).split(".")[-1]
+    refused(lambda: dist.all_reduce(t, op=op), t.dtype, name)
+    refused(lambda: dist.reduce(t, dst=0, op=op), t.dtype, name)
+    out = torch.empty(2, dtype=dtype, device=device)
+    refused(lambda: dist.reduce_scatter_tensor(out, torch.ones(2 * world, dtype=dtype, device=device), op=op),
+            t.dtype, name)
+# What HCCL reduces works, bool through int8; float64 and uint8 move (broadcast, all_gather) as bytes.
+for dtype, op, expected in [(torch.bool, dist.ReduceOp.SUM, True), (torch.int16, dist.ReduceOp.SUM, world),
+                            (torch.bfloat16, dist.ReduceOp.MAX, 1), (torch.int64, dist.ReduceOp.PRODUCT, 1)]:
+    t = torch.ones(4, dtype=dtype, device=device)
+    dist.all_reduce(t, op=op)
+    assert torch.equal(t.cpu(), torch.full((4,), expected, dtype=dtype)), (dtype, t)
+for dtype in (torch.float64, torch.uint8):
+    t = torch.full((3,), rank + 1, dtype=dtype, device=device)
+    dist.broadcast(t, src=0)
+    assert torch.equal(t.cpu(), torch.ones(3, dtype=dtype)), t
+    gathered = torch.empty(3 * world, dtype=dtype, device=device)
+    dist.all_gather_into_tensor(gathered, torch.full((3,), rank + 1, dtype=dtype, device=device))
+    assert torch.equal(gathered.cpu(), torch.arange(1, world + 1, dtype=dtype).repeat_interleave(3)), gathered
+dist.destroy_process_group()
+print("dtype limits ok", flush=True)
+"""
+
+
+def test_hccl_dtype_limits_are_clear_errors_and_the_rest_runs() -> None:
+    results = start_ranks(["-c", DTYPE_WORKER], 2, label="HCCL dtype ranks")
+    for rank, (code, out) in enumerate(results):
+        assert code == 0 and "dtype limits ok" in out, f"rank {rank} exited {code}:\n{out}"

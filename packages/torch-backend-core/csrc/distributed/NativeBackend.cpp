@@ -20,21 +20,42 @@ namespace torch_backend::distributed {
 
 namespace {
 
+const char* reduce_op_name(ReduceOp op) {
+  switch (op) {
+    case ReduceOp::Sum:
+      return "SUM";
+    case ReduceOp::Product:
+      return "PRODUCT";
+    case ReduceOp::Min:
+      return "MIN";
+    case ReduceOp::Max:
+      return "MAX";
+    case ReduceOp::Avg:
+      return "AVG";
+  }
+  return "?";
+}
+
 // Issues `issue(wanted)`; where the library lacks an average, a sum, and
 // then, where this rank holds a result, a division by the group's size.
 void issue_reduction(const NativeBackend::Call& call, ReduceOp wanted,
                      const std::function<Status(ReduceOp)>& issue,
                      const at::Tensor& output, bool holds_result,
                      const char* what) {
-  const Status status = issue(wanted);
+  Status status = issue(wanted);
   if (status == kNotSupported && wanted == ReduceOp::Avg) {
-    call.comm.check(issue(ReduceOp::Sum), what);
-    if (holds_result) {
+    status = issue(ReduceOp::Sum);
+    if (status == kSuccess && holds_result) {
       // Floating or complex (reducible() checked).
       call.after([output, size = call.comm.size()] { output.div_(size); });
     }
-    return;
   }
+  // Declined before anything was enqueued, on every rank alike (same dtype
+  // and operation): a TypeError here, not a failed collective.
+  TORCH_CHECK_TYPE(status != kNotSupported, call.comm.library().library_name(),
+                   " has no ", what, " of ", output.scalar_type(),
+                   " tensors with ReduceOp.", reduce_op_name(wanted),
+                   " (the collective library declines it)");
   call.comm.check(status, what);
 }
 

@@ -112,8 +112,11 @@ struct KernelContext {
 // CUDA's kernels take them, instead of filling a device tensor and launching
 // a second kernel. Then scalar_inputs[i] is set, inputs[i] has out's sizes,
 // all strides 0 and data nullptr (never read it), and input_values[i] holds
-// the value converted to the compute dtype (as_double for floating dtypes,
-// as_int for integral ones and Bool). A kernel that cannot take one (aclnn
+// the value (as_double for floating dtypes, as_int for integral ones and
+// Bool): for arithmetic in the compute dtype's math type, as CUDA's kernels
+// read it (float16 and bfloat16: the number rounded to float, not to the
+// dtype, so `half_x * 0.1` computes in float and rounds once); for
+// comparisons and where() converted to the compute dtype. A kernel that cannot take one (aclnn
 // has no scalar form of an op) returns kNotSupported when has_scalar_input():
 // core then fills device tensors with the values and calls it again.
 constexpr int kMaxElementwiseInputs = 3;
