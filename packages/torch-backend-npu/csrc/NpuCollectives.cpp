@@ -188,8 +188,8 @@ class NpuCollectives final : public torch_backend::DeviceCollectives {
     HcclReduceOp hccl;
     HcclDataType type;
     return hccl_op(op, &hccl) && hccl_reduction_type(dtype, op, &type)
-               ? HcclReduceScatter(writable(send), recv, recv_count, type,
-                                   hccl, comm, stream_of(stream))
+               ? HcclReduceScatter(writable(send), recv, recv_count, type, hccl,
+                                   comm, stream_of(stream))
                : kNotSupported;
   }
 

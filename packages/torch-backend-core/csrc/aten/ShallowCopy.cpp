@@ -58,8 +58,8 @@ bool has_compatible_shallow_copy_type(const at::Tensor& self,
 }  // namespace
 
 void register_shallow_copy_compatibility() {
-  for (const auto key : {c10::DispatchKey::AutogradPrivateUse1,
-                         c10::DispatchKey::PrivateUse1}) {
+  for (const auto key :
+       {c10::DispatchKey::AutogradPrivateUse1, c10::DispatchKey::PrivateUse1}) {
     // Leaked, like core's other libraries.
     auto* lib = new torch::Library(torch::Library::IMPL, "aten", key, __FILE__,
                                    __LINE__);

@@ -314,15 +314,14 @@ c10::intrusive_ptr<c10d::Work> NativeBackend::launch(
                         ": the process group failed: " + watchdog().failure());
   }
   ++sequence_;
-  std::string description = name_ + " " + name + " #" +
-                            std::to_string(sequence_) + " (" +
-                            std::to_string(first.numel()) + " x " +
-                            std::string(c10::toString(first.scalar_type())) +
-                            ", " + comm->describe() +
-                            (getGroupUid().empty()
-                                 ? std::string()
-                                 : ", process group '" + getGroupUid() + "'") +
-                            ")";
+  std::string description =
+      name_ + " " + name + " #" + std::to_string(sequence_) + " (" +
+      std::to_string(first.numel()) + " x " +
+      std::string(c10::toString(first.scalar_type())) + ", " +
+      comm->describe() +
+      (getGroupUid().empty() ? std::string()
+                             : ", process group '" + getGroupUid() + "'") +
+      ")";
   auto state = std::make_shared<WorkState>(comm, std::move(description),
                                            end_process_on_error_);
   auto work = c10::make_intrusive<NativeWork>(state, type, outputs,

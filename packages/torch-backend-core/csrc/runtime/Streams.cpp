@@ -107,7 +107,8 @@ StreamHandle native_stream(const c10::Stream& stream) {
 void wait_for_host_access(c10::Device device) {
   c10::DeviceGuard guard(device);
   const c10::Stream stream = current_stream(device.index());
-  TORCH_BACKEND_CHECK(active_runtime().stream_synchronize(native_stream(stream)));
+  TORCH_BACKEND_CHECK(
+      active_runtime().stream_synchronize(native_stream(stream)));
   check_stream_dependencies(stream);
 }
 

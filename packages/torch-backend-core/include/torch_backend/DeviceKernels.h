@@ -116,9 +116,10 @@ struct KernelContext {
 // Bool): for arithmetic in the compute dtype's math type, as CUDA's kernels
 // read it (float16 and bfloat16: the number rounded to float, not to the
 // dtype, so `half_x * 0.1` computes in float and rounds once); for
-// comparisons and where() converted to the compute dtype. A kernel that cannot take one (aclnn
-// has no scalar form of an op) returns kNotSupported when has_scalar_input():
-// core then fills device tensors with the values and calls it again.
+// comparisons and where() converted to the compute dtype. A kernel that cannot
+// take one (aclnn has no scalar form of an op) returns kNotSupported when
+// has_scalar_input(): core then fills device tensors with the values and calls
+// it again.
 constexpr int kMaxElementwiseInputs = 3;
 constexpr int kMaxElementwiseScalars = 2;
 

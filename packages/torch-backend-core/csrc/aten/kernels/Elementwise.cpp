@@ -167,7 +167,7 @@ bool launch(TensorIteratorBase& iter, at::ScalarType compute, DtypeRule rule,
       const c10::Scalar operand = operand_value(iter, i + 1, rule, compute);
       set_scalar_input(call, i, *kernel_dtype(compute),
                        is_arithmetic(rule) ? opmath_scalar(operand, compute)
-                                  : cast_scalar(operand, compute));
+                                           : cast_scalar(operand, compute));
     } else {
       call.inputs[i] = view_of(iter, i + 1);
     }

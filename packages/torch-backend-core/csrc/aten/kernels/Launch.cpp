@@ -122,9 +122,8 @@ T cast_to(const c10::Scalar& scalar) {
 }  // namespace
 
 ScalarValue cast_scalar(const c10::Scalar& scalar, at::ScalarType compute) {
-  return value_in(compute, [&](auto tag) {
-    return cast_to<decltype(tag)>(scalar);
-  });
+  return value_in(compute,
+                  [&](auto tag) { return cast_to<decltype(tag)>(scalar); });
 }
 
 ScalarValue opmath_scalar(const c10::Scalar& scalar, at::ScalarType compute) {
