@@ -121,8 +121,12 @@ PYBIND11_MODULE(_distributed, m) {
            [](const NativeBackendOptions& self, const py::dict& /*memo*/) {
              return c10::make_intrusive<NativeBackendOptions>(self);
            });
+  // Destroyed without the GIL, as PyTorch's own process groups are: its
+  // Gloo backend's destructor waits for Gloo's worker threads, which may be
+  // freeing Python-owned tensors of finished work (broadcast_object_list's)
+  // and need the GIL (a deadlock in destroy_process_group otherwise).
   py::class_<NativeBackend, c10d::Backend, c10::intrusive_ptr<NativeBackend>>(
-      m, "NativeBackend")
+      m, "NativeBackend", py::release_gil_before_calling_cpp_dtor())
       .def_property_readonly("options", &NativeBackend::getBackendOptions);
   m.def("make_native_backend", &torch_backend::distributed::make_native_backend,
         py::arg("store"), py::arg("rank"), py::arg("size"),
