@@ -239,8 +239,14 @@ bool run_converted(TensorIteratorBase& iter, DtypeRule rule,
     } else {
       // Filled in on the device (the fill kernel, enqueued) rather than
       // copied up, which would wait for the copy.
+      const at::ScalarType promoted = compute_dtype(iter, rule);
+      // As the op computes with it: arithmetic on float16 reads the number as
+      // given (into a float tensor); anything else converts as a cast does
+      // (`uint8_x + 300` wraps).
       const c10::Scalar value =
-          operand_value(iter, i, rule, compute_dtype(iter, rule));
+          is_arithmetic(rule) && at::isReducedFloatingType(promoted)
+              ? operand_value(iter, i, rule, promoted)
+              : iter.tensor(i).to(dtype).item();
       inputs.push_back(at::scalar_tensor(value, out.options().dtype(dtype)));
     }
     config.add_const_input(inputs.back());

@@ -47,12 +47,13 @@ REDUCED = (torch.float16, torch.bfloat16)
 ROUNDED_FIRST_ON_CPU = {"x + 0.1"}
 
 
-def add_on_device_kernels() -> bool:
-    """Whether add and sub run on the backend's kernels (else on the CPU fallback: the CPU's answers)."""
+def on_device_kernels(*ops: str) -> bool:
+    """Whether every one of these ATen overloads runs on the backend's kernels (else on the CPU
+    fallback, which gives the CPU's answers)."""
     from torch_backend import _C
 
     on_device = {op for op, _family, _kernel, device, _forced in _C._op_table() if device}
-    return {"add.Tensor", "sub.Tensor"} <= on_device
+    return set(ops) <= on_device
 
 
 def operand(dtype: torch.dtype) -> torch.Tensor:
@@ -69,7 +70,7 @@ def test_results_equal_cpu_or_raise_its_error(case: str, dtype: torch.dtype) -> 
     try:
         # Except where the CPU rounds a number float16 cannot hold before adding: CUDA's answer then,
         # computed in float and rounded once (the test below).
-        rounds_once = case in ROUNDED_FIRST_ON_CPU and dtype in REDUCED and add_on_device_kernels()
+        rounds_once = case in ROUNDED_FIRST_ON_CPU and dtype in REDUCED and on_device_kernels("add.Tensor")
         expected = op(x.float()).to(dtype) if rounds_once else op(x)
     except RuntimeError as error:
         with pytest.raises(RuntimeError) as raised:
@@ -102,18 +103,20 @@ def test_scalar_operands_carry_gradients_like_cpu() -> None:
     torch.testing.assert_close(y.grad.cpu(), x.grad, rtol=0, atol=0)
 
 
-ARITHMETIC: dict[str, Callable[[torch.Tensor, float], torch.Tensor]] = {
-    "x + s": lambda t, s: t + s,
-    "x - s": lambda t, s: t - s,
-    "s - x": lambda t, s: s - t,
-    "x * s": lambda t, s: t * s,
-    "x / s": lambda t, s: t / s,
-    "x.add_(s)": lambda t, s: t.clone().add_(s),
-    "_foreach_mul([x], s)": lambda t, s: torch._foreach_mul([t], s)[0],
-    "_foreach_add_([x], s)": lambda t, s: torch._foreach_add_([t.clone()], s)[0],
+#: Each case with the ATen overload whose kernel computes it. Where that runs on the CPU fallback the
+#: device gives the CPU's answer, which rounds the number to the dtype first for add and sub (not for mul
+#: and div). A `_foreach_` op without a kernel of its own runs ATen's per-tensor loop (`add_` on the device).
+ARITHMETIC: dict[str, tuple[Callable[[torch.Tensor, float], torch.Tensor], str]] = {
+    "x + s": (lambda t, s: t + s, "add.Tensor"),
+    "x - s": (lambda t, s: t - s, "sub.Tensor"),
+    "s - x": (lambda t, s: s - t, "sub.Tensor"),
+    "x * s": (lambda t, s: t * s, "mul.Tensor"),
+    "x / s": (lambda t, s: t / s, "div.Tensor"),
+    "x.add_(s)": (lambda t, s: t.clone().add_(s), "add_.Tensor"),
+    "_foreach_mul([x], s)": (lambda t, s: torch._foreach_mul([t], s)[0], "mul.Tensor"),
+    "_foreach_add_([x], s)": (lambda t, s: torch._foreach_add_([t.clone()], s)[0], "add_.Tensor"),
 }
-#: Those computed by add or sub, which the CPU computes after rounding the number to the dtype.
-ADDING = {"x + s", "x - s", "s - x", "x.add_(s)", "_foreach_add_([x], s)"}
+FOREACH_KERNELS = {"_foreach_mul([x], s)": "_foreach_mul.Scalar", "_foreach_add_([x], s)": "_foreach_add_.Scalar"}
 COMPARISONS: dict[str, Callable[[torch.Tensor, float], torch.Tensor]] = {
     "x > s": lambda t, s: t > s,
     "x >= s": lambda t, s: t >= s,
@@ -128,14 +131,13 @@ SCALARS = [0.1, 1 / 3, 1e-3, 7.7, -2.9]
 def test_reduced_precision_arithmetic_computes_in_float_and_rounds_once(dtype: torch.dtype) -> None:
     """`half_x * 0.1` is computed in float and rounded once, as CUDA's kernels do (opmath, reading the
     number as given): it is not rounded to the tensor's dtype first. Comparisons compare in the dtype,
-    as CUDA's and the CPU's do. The CPU's add and sub round the number first (its mul and div do not):
-    where add runs on the CPU fallback, the device gives the CPU's answer, which the sweep above checks."""
+    as CUDA's and the CPU's do. Where an op runs on the CPU fallback the device gives the CPU's answer."""
     torch.manual_seed(0)
     x = torch.cat([torch.randn(2048) * 4, torch.tensor(SCALARS)]).to(dtype)
-    on_cpu = not add_on_device_kernels()
     for s in SCALARS:
-        for name, op in ARITHMETIC.items():
-            once = op(x, s) if on_cpu and name in ADDING else op(x.float(), s).to(dtype)
+        for name, (op, computed_by) in ARITHMETIC.items():
+            on_device = on_device_kernels(computed_by) or on_device_kernels(FOREACH_KERNELS.get(name, computed_by))
+            once = op(x.float(), s).to(dtype) if on_device else op(x, s)
             result = op(x.to(DEVICE), s)
             assert result.dtype == dtype and torch.equal(result.cpu(), once), f"{name} with s={s}"
         for name, op in COMPARISONS.items():
