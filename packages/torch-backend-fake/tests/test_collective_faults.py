@@ -7,13 +7,15 @@ The ranks are subprocesses joined through a TCP store this process serves.
 
 from __future__ import annotations
 
+from torch_backend.testing import failed_read
 from torch_backend.testing import run_ranks as start_ranks
 
 WORKER = """
-import os, sys, time
+import os, sys
 from datetime import timedelta
 import torch, torch.distributed as dist
 import torch_backend_fake.faults as faults
+from torch_backend.testing import all_reduce_until_failure
 
 fault, port, rank, world = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
 timeout = timedelta(seconds=float(os.environ["TIMEOUT_S"]))
@@ -26,20 +28,7 @@ dist.all_reduce(t)
 torch.fake.synchronize()
 if rank == world - 1:
     faults.inject(fault, nth=1)
-start = time.monotonic()
-expected, stage = t.cpu(), "all_reduce"
-try:
-    for _ in range(20):
-        stage = "all_reduce"
-        dist.all_reduce(t, async_op=True).wait()  # returns at once: the failure comes later
-        stage = "read"
-        values = t.cpu()  # a failed collective's output: this must raise
-        expected = expected * world
-        assert torch.equal(values, expected), f"a stale output was read: {values} (the sum is {expected})"
-except Exception as error:
-    print(f"ERROR after {time.monotonic() - start:.1f}s in {stage}: {type(error).__name__}: {error}", flush=True)
-    sys.exit(3)
-print("no error", flush=True)
+all_reduce_until_failure(t)  # exits 3 at the error
 sys.exit(1)
 """
 
@@ -60,9 +49,7 @@ def errors(results: list[tuple[int, str]]) -> list[tuple[float, str]]:
     found = []
     for rank, (code, out) in enumerate(results):
         assert code == 3, f"rank {rank} exited {code}:\n{out}"
-        line = next(line for line in out.splitlines() if line.startswith("ERROR after"))
-        assert " in read: DistBackendError" in line, line
-        found.append((float(line.split("after ")[1].split("s in ")[0]), line))
+        found.append(failed_read(out))
     return found
 
 

@@ -13,6 +13,7 @@ import os
 
 import pytest
 
+from torch_backend.testing import failed_read
 from torch_backend.testing import run_ranks as start_ranks
 
 pytestmark = pytest.mark.skipif(
@@ -20,9 +21,10 @@ pytestmark = pytest.mark.skipif(
 )
 
 WORKER = """
-import sys, time
+import sys
 from datetime import timedelta
 import torch, torch.distributed as dist
+from torch_backend.testing import all_reduce_until_failure
 
 port, rank, world = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3])
 timeout = timedelta(seconds=30)
@@ -31,21 +33,7 @@ dist.init_process_group(store=store, rank=rank, world_size=world, timeout=timeou
 assert "npu:npuccl" in dist.get_backend_config(), dist.get_backend_config()
 device = torch.device("npu", rank % torch.npu.device_count())
 torch.npu.set_device(device)
-t = torch.ones(4, device=device)
-start = time.monotonic()
-expected, stage = t.cpu(), "all_reduce"
-try:
-    for _ in range(20):
-        stage = "all_reduce"
-        dist.all_reduce(t, async_op=True).wait()  # returns at once: a failure comes later
-        stage = "read"
-        values = t.cpu()  # a failed collective's output: this must raise
-        expected = expected * world
-        assert torch.equal(values, expected), f"a stale output was read: {values} (the sum is {expected})"
-except Exception as error:
-    print(f"ERROR after {time.monotonic() - start:.1f}s in {stage}: {type(error).__name__}: {error}", flush=True)
-    sys.exit(3)
-print("no error", flush=True)
+all_reduce_until_failure(torch.ones(4, device=device))  # exits 3 at an error
 """
 
 
@@ -67,9 +55,7 @@ def test_an_asynchronous_hccl_error_fails_every_rank_at_once(world: int) -> None
     results = run_ranks(world, {"ACL_EMULATOR_FAIL": "HcclAllReduce:3"})
     for rank, (code, out) in enumerate(results):
         assert code == 3, f"rank {rank} exited {code}:\n{out}"
-        line = next(line for line in out.splitlines() if line.startswith("ERROR after"))
-        assert " in read: DistBackendError" in line, line  # reading the output failed, never read stale
-        seconds = float(line.split("after ")[1].split("s in ")[0])
+        seconds, line = failed_read(out)  # reading the output failed, never read stale
         assert "npuccl all_reduce" in line and seconds < 10, line
         if rank == world - 1:
             assert "internal error (an injected fault: ACL_EMULATOR_FAIL)" in line, line

@@ -20,7 +20,6 @@
 #include <torch_backend/Runtime.h>
 
 #include "../memory/HostAllocator.h"
-#include "../runtime/StreamDependencies.h"
 #include "../runtime/Streams.h"
 #include "LaunchBlocking.h"
 #include "Registration.h"
@@ -123,8 +122,7 @@ void copy_bytes(void* dst, const void* src, size_t bytes, CopyKind kind,
   }
   // After the stream's earlier work (a failure here leaves nothing queued),
   // then the runtime's synchronous copy.
-  TORCH_BACKEND_CHECK(runtime.stream_synchronize(handle));
-  check_stream_dependencies(stream);  // a failed collective's stale output
+  synchronize_stream(stream);  // raises for a failed collective's output
   TORCH_BACKEND_CHECK(runtime.memcpy(dst, src, bytes, kind));
 }
 
@@ -277,10 +275,7 @@ Tensor copy_from(const Tensor& src, const Tensor& dst, bool non_blocking) {
   if (!src.is_cpu() && !dst.is_cpu() && src.device() != dst.device()) {
     // Across devices: the source's pending writes come first.
     c10::DeviceGuard guard(src.device());
-    const c10::Stream source = current_stream(src.device().index());
-    TORCH_BACKEND_CHECK(
-        active_runtime().stream_synchronize(native_stream(source)));
-    check_stream_dependencies(source);
+    synchronize_stream(current_stream(src.device().index()));
   }
   if (src.dtype() == dst.dtype() && src.sizes() == dst.sizes() &&
       is_plain_dense(src) && is_plain_dense(dst)) {

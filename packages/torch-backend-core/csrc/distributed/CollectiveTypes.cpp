@@ -8,8 +8,6 @@
 
 namespace torch_backend::distributed {
 
-namespace {
-
 const char* op_name(c10d::ReduceOp::RedOpType op) {
   switch (op) {
     case c10d::ReduceOp::SUM:
@@ -34,8 +32,6 @@ const char* op_name(c10d::ReduceOp::RedOpType op) {
       return "UNUSED";
   }
 }
-
-}  // namespace
 
 Buffer bytes_of(const at::Tensor& tensor) {
   return {tensor.data_ptr(), tensor.numel() * tensor.element_size(),

@@ -12,6 +12,9 @@
 
 namespace torch_backend::distributed {
 
+// The name Python shows for `op` (ReduceOp.SUM: "SUM").
+const char* op_name(c10d::ReduceOp::RedOpType op);
+
 // A dense tensor's memory as the library sees it.
 struct Buffer {
   void* data;

@@ -20,28 +20,15 @@ namespace torch_backend::distributed {
 
 namespace {
 
-const char* reduce_op_name(ReduceOp op) {
-  switch (op) {
-    case ReduceOp::Sum:
-      return "SUM";
-    case ReduceOp::Product:
-      return "PRODUCT";
-    case ReduceOp::Min:
-      return "MIN";
-    case ReduceOp::Max:
-      return "MAX";
-    case ReduceOp::Avg:
-      return "AVG";
-  }
-  return "?";
-}
-
-// Issues `issue(wanted)`; where the library lacks an average, a sum, and
-// then, where this rank holds a result, a division by the group's size.
-void issue_reduction(const NativeBackend::Call& call, ReduceOp wanted,
+// Issues the library's operation for `op` on `dtype` through `issue`; where
+// the library lacks an average, a sum, and then, where this rank holds a
+// result, a division by the group's size.
+void issue_reduction(const NativeBackend::Call& call, const c10d::ReduceOp& op,
+                     at::ScalarType dtype,
                      const std::function<Status(ReduceOp)>& issue,
                      const at::Tensor& output, bool holds_result,
                      const char* what) {
+  const ReduceOp wanted = library_op(op, dtype);
   Status status = issue(wanted);
   if (status == kNotSupported && wanted == ReduceOp::Avg) {
     status = issue(ReduceOp::Sum);
@@ -53,9 +40,8 @@ void issue_reduction(const NativeBackend::Call& call, ReduceOp wanted,
   // Declined before anything was enqueued, on every rank alike (same dtype
   // and operation): a TypeError here, not a failed collective.
   TORCH_CHECK_TYPE(status != kNotSupported, call.comm.library().library_name(),
-                   " has no ", what, " of ", output.scalar_type(),
-                   " tensors with ReduceOp.", reduce_op_name(wanted),
-                   " (the collective library declines it)");
+                   " has no ", what, " of ", dtype, " tensors with ReduceOp.",
+                   op_name(op.op_), " (the collective library declines it)");
   call.comm.check(status, what);
 }
 
@@ -79,7 +65,7 @@ void reduce_on_stream(const NativeBackend::Call& call, const at::Tensor& input,
                                 library_reduce, root, comm.handle(),
                                 call.stream);
   };
-  issue_reduction(call, library_op(op, input.scalar_type()), issue, output,
+  issue_reduction(call, op, input.scalar_type(), issue, output,
                   root < 0 || root == comm.rank(),
                   root < 0 ? "all_reduce" : "reduce");
 }
@@ -528,7 +514,7 @@ c10::intrusive_ptr<c10d::Work> NativeBackend::_reduce_scatter_base(
         const Buffer out =
             reducible(call.out[0], opts.reduceOp, library.library_name());
         issue_reduction(
-            call, library_op(opts.reduceOp, input.scalar_type()),
+            call, opts.reduceOp, input.scalar_type(),
             [&](ReduceOp op) {
               return library.reduce_scatter(in.data, out.data, out.count,
                                             in.dtype, op, call.comm.handle(),

@@ -21,7 +21,6 @@
 #include "../aten/kernels/OpTable.h"
 #include "../profiler/KinetoProfiler.h"
 #include "../profiler/LegacyProfiler.h"
-#include "../runtime/StreamDependencies.h"
 #include "MemoryHistory.h"
 #include "Serialization.h"
 #include "Sharing.h"
@@ -56,11 +55,10 @@ void activate_loaded() {
   register_legacy_profiler_stubs();
 }
 
+// torch.accelerator.synchronize's path: it raises a failed collective's error.
 void synchronize(int device) {
-  c10::DeviceGuard guard(
-      {c10::DeviceType::PrivateUse1, static_cast<c10::DeviceIndex>(device)});
-  TORCH_BACKEND_CHECK(active_runtime().synchronize_device());
-  check_device_dependencies(static_cast<c10::DeviceIndex>(device));
+  c10::impl::VirtualGuardImpl(c10::DeviceType::PrivateUse1)
+      .synchronizeDevice(static_cast<c10::DeviceIndex>(device));
 }
 
 py::dict device_properties(int device) {

@@ -107,9 +107,7 @@ class DeviceGuardImpl final : public c10::impl::DeviceGuardImplInterface {
 
   void synchronizeStream(const Stream& stream) const override {
     on_device(stream.device_index(), [&] {
-      TORCH_BACKEND_CHECK(
-          active_runtime().stream_synchronize(native_stream(stream)));
-      check_stream_dependencies(stream);
+      synchronize_stream(stream);
       return 0;
     });
   }

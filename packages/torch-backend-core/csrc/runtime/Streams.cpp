@@ -104,12 +104,15 @@ StreamHandle native_stream(const c10::Stream& stream) {
   return handle;
 }
 
-void wait_for_host_access(c10::Device device) {
-  c10::DeviceGuard guard(device);
-  const c10::Stream stream = current_stream(device.index());
+void synchronize_stream(const c10::Stream& stream) {
   TORCH_BACKEND_CHECK(
       active_runtime().stream_synchronize(native_stream(stream)));
   check_stream_dependencies(stream);
+}
+
+void wait_for_host_access(c10::Device device) {
+  c10::DeviceGuard guard(device);
+  synchronize_stream(current_stream(device.index()));
 }
 
 }  // namespace torch_backend

@@ -15,6 +15,10 @@ void set_current_stream(const c10::Stream& stream);
 // Round-robin from the pool of the priority class `priority` falls into.
 c10::Stream stream_from_pool(c10::DeviceIndex device, int priority);
 StreamHandle native_stream(const c10::Stream& stream);
+// Waits for `stream`'s enqueued work (its device current), then raises the
+// error of work it waited for that failed (StreamDependencies.h): what every
+// call that hands a stream's results to the host does.
+void synchronize_stream(const c10::Stream& stream);
 // Current device of the calling thread, from the runtime.
 c10::DeviceIndex current_device_index();
 

@@ -126,6 +126,14 @@ bool is_arithmetic(DtypeRule rule) {
   return rule == DtypeRule::Common || rule == DtypeRule::Output;
 }
 
+// Whether the op reads its CPU scalar operands as given (number_as_given),
+// not as TensorIterator's promotion rounded them to `compute`: arithmetic on
+// float16 and bfloat16, as CUDA's and the CPU's kernels do
+// (original_scalar_value in the math type).
+bool reads_number_as_given(DtypeRule rule, at::ScalarType compute) {
+  return is_arithmetic(rule) && at::isReducedFloatingType(compute);
+}
+
 // Kernels get their inputs in schema order. ATen's meta function for
 // threshold_backward adds them to the iterator the other way round.
 bool iterator_reverses_inputs(const char* kernel_name) {
@@ -142,16 +150,9 @@ c10::Scalar cpu_operand(const TensorIteratorBase& iter, int arg) {
   return value;
 }
 
-// The CPU scalar operand `arg` as the op computes with it: arithmetic on
-// float16 and bfloat16 reads the number as given, before TensorIterator's
-// promotion rounded it to the dtype (CUDA's and the CPU's kernels read
-// original_scalar_value in the math type); anything else as promoted.
-c10::Scalar operand_value(TensorIteratorBase& iter, int arg, DtypeRule rule,
-                          at::ScalarType compute) {
-  if (is_arithmetic(rule) && at::isReducedFloatingType(compute)) {
-    return iter.original_scalar_value<double>(arg);
-  }
-  return cpu_operand(iter, arg);
+// The CPU scalar operand `arg` before TensorIterator's promotion.
+c10::Scalar number_as_given(TensorIteratorBase& iter, int arg) {
+  return iter.original_scalar_value<double>(arg);
 }
 
 // Calls `kernel` on an iterator whose operands already have the dtypes the
@@ -164,10 +165,11 @@ bool launch(TensorIteratorBase& iter, at::ScalarType compute, DtypeRule rule,
   TORCH_INTERNAL_ASSERT(call.num_inputs <= kMaxElementwiseInputs);
   for (int i = 0; i < call.num_inputs; ++i) {
     if (iter.is_cpu_scalar(i + 1)) {  // declared in the compute dtype
-      const c10::Scalar operand = operand_value(iter, i + 1, rule, compute);
-      set_scalar_input(call, i, *kernel_dtype(compute),
-                       is_arithmetic(rule) ? opmath_scalar(operand, compute)
-                                           : cast_scalar(operand, compute));
+      set_scalar_input(
+          call, i, *kernel_dtype(compute),
+          reads_number_as_given(rule, compute)
+              ? opmath_scalar(number_as_given(iter, i + 1), compute)
+              : cast_scalar(cpu_operand(iter, i + 1), compute));
     } else {
       call.inputs[i] = view_of(iter, i + 1);
     }
@@ -230,22 +232,21 @@ bool run_converted(TensorIteratorBase& iter, DtypeRule rule,
     if (!iter.is_cpu_scalar(i)) {
       inputs.push_back(iter.tensor(i).to(device, dtype));
     } else if (scalars == Scalars::AsValues) {
-      // Read by launch(); as given where arithmetic reads the original.
+      // Read by launch(); as given where the op reads it so.
       inputs.push_back(
-          is_arithmetic(rule) && at::isReducedFloatingType(compute)
-              ? at::scalar_tensor(operand_value(iter, i, rule, compute),
+          reads_number_as_given(rule, compute)
+              ? at::scalar_tensor(number_as_given(iter, i),
                                   at::TensorOptions().dtype(at::kDouble))
               : iter.tensor(i));
     } else {
       // Filled in on the device (the fill kernel, enqueued) rather than
       // copied up, which would wait for the copy.
-      const at::ScalarType promoted = compute_dtype(iter, rule);
-      // As the op computes with it: arithmetic on float16 reads the number as
-      // given (into a float tensor); anything else converts as a cast does
-      // (`uint8_x + 300` wraps).
+      // As the op computes with it: float16 arithmetic reads the number as
+      // given (into a float tensor: run_elementwise); anything else converts
+      // as a cast does (`uint8_x + 300` wraps).
       const c10::Scalar value =
-          is_arithmetic(rule) && at::isReducedFloatingType(promoted)
-              ? operand_value(iter, i, rule, promoted)
+          reads_number_as_given(rule, compute_dtype(iter, rule))
+              ? number_as_given(iter, i)
               : iter.tensor(i).to(dtype).item();
       inputs.push_back(at::scalar_tensor(value, out.options().dtype(dtype)));
     }

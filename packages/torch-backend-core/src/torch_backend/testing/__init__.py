@@ -154,6 +154,41 @@ def run_ranks(
     return results
 
 
+def all_reduce_until_failure(tensor: object, times: int = 20) -> None:
+    """In a rank of a test whose collective library fails mid-run (an injected fault): all-reduces
+    ``tensor`` ``times`` times, each waited for (an async_op wait, which only orders the stream) and read
+    back to the host, every sum checked, so a failed collective's output is never taken for a result. At
+    the first error prints ``ERROR after <s>s in <all_reduce|read>: <type>: <message>`` (failed_read parses
+    it) and exits 3 through the interpreter's ordinary exit; prints ``no error`` if none came."""
+    import time
+
+    import torch
+    import torch.distributed as dist
+
+    assert isinstance(tensor, torch.Tensor)
+    start, expected, stage = time.monotonic(), tensor.cpu(), "all_reduce"
+    try:
+        for _ in range(times):
+            stage = "all_reduce"
+            dist.all_reduce(tensor, async_op=True).wait()  # returns at once: a failure comes later
+            stage = "read"
+            values = tensor.cpu()  # a failed collective's output: this must raise
+            expected = expected * dist.get_world_size()
+            assert torch.equal(values, expected), f"a stale output was read: {values} (the sum is {expected})"
+    except Exception as error:
+        print(f"ERROR after {time.monotonic() - start:.1f}s in {stage}: {type(error).__name__}: {error}", flush=True)
+        sys.exit(3)
+    print("no error", flush=True)
+
+
+def failed_read(output: str) -> tuple[float, str]:
+    """(seconds, line) of the error all_reduce_until_failure reported in a rank's ``output``, which must
+    have come from reading the collective's output as a DistBackendError (never a stale value)."""
+    line = next(line for line in output.splitlines() if line.startswith("ERROR after"))
+    assert " in read: DistBackendError" in line, line
+    return float(line.split("after ")[1].split("s in ")[0]), line
+
+
 def main(argv: list[str] | None = None) -> int:
     """Runs the conformance suite against the backend named first in ``argv`` (see the module doc)."""
     from torch_backend.testing._runner import main as run
