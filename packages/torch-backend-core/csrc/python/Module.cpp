@@ -166,31 +166,11 @@ void sleep_on_stream(unsigned long microseconds) {
       guard.getStreamNativeHandle(stream), microseconds));
 }
 
-// Same Python exception types PyTorch raises for these c10 errors.
-void translate_c10_errors(std::exception_ptr error) {
-  try {
-    std::rethrow_exception(error);
-  } catch (const c10::OutOfMemoryError& e) {
-    py::object oom = py::module_::import("torch").attr("OutOfMemoryError");
-    PyErr_SetString(oom.ptr(), e.what_without_backtrace());
-  } catch (const c10::IndexError& e) {
-    PyErr_SetString(PyExc_IndexError, e.what_without_backtrace());
-  } catch (const c10::ValueError& e) {
-    PyErr_SetString(PyExc_ValueError, e.what_without_backtrace());
-  } catch (const c10::NotImplementedError& e) {
-    // An optional device symbol the runtime does not provide.
-    PyErr_SetString(PyExc_NotImplementedError, e.what_without_backtrace());
-  } catch (const c10::Error& e) {
-    PyErr_SetString(PyExc_RuntimeError, e.what_without_backtrace());
-  }
-}
-
 }  // namespace
 }  // namespace torch_backend
 
 PYBIND11_MODULE(_C, m) {
   using namespace torch_backend;
-  py::register_exception_translator(&translate_c10_errors);
   m.def("_load_device_library", &load, py::arg("path"));
   m.def("_loaded_device_count", &loaded_device_count);
   m.def("_activate", &activate_loaded);

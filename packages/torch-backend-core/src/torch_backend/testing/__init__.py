@@ -158,8 +158,8 @@ def all_reduce_until_failure(tensor: object, times: int = 20) -> None:
     """In a rank of a test whose collective library fails mid-run (an injected fault): all-reduces
     ``tensor`` ``times`` times, each waited for (an async_op wait, which only orders the stream) and read
     back to the host, every sum checked, so a failed collective's output is never taken for a result. At
-    the first error prints ``ERROR after <s>s in <all_reduce|read>: <type>: <message>`` (failed_read parses
-    it) and exits 3 through the interpreter's ordinary exit; prints ``no error`` if none came."""
+    the first error prints ``ERROR after <s>s in <all_reduce|wait|read>: <type>: <message>`` (failed_read
+    parses it) and exits 3 through the interpreter's ordinary exit; prints ``no error`` if none came."""
     import time
 
     import torch
@@ -170,7 +170,9 @@ def all_reduce_until_failure(tensor: object, times: int = 20) -> None:
     try:
         for _ in range(times):
             stage = "all_reduce"
-            dist.all_reduce(tensor, async_op=True).wait()  # returns at once: a failure comes later
+            work = dist.all_reduce(tensor, async_op=True)
+            stage = "wait"  # raises if the failure is already known, else returns at once (orders the stream)
+            work.wait()
             stage = "read"
             values = tensor.cpu()  # a failed collective's output: this must raise
             expected = expected * dist.get_world_size()
@@ -183,9 +185,10 @@ def all_reduce_until_failure(tensor: object, times: int = 20) -> None:
 
 def failed_read(output: str) -> tuple[float, str]:
     """(seconds, line) of the error all_reduce_until_failure reported in a rank's ``output``, which must
-    have come from reading the collective's output as a DistBackendError (never a stale value)."""
+    be a DistBackendError from waiting for the failed collective (when the failure was known by then) or
+    from reading its output (never a stale value), as torch raises for NCCL."""
     line = next(line for line in output.splitlines() if line.startswith("ERROR after"))
-    assert " in read: DistBackendError" in line, line
+    assert " in read: DistBackendError" in line or " in wait: DistBackendError" in line, line
     return float(line.split("after ")[1].split("s in ")[0]), line
 
 

@@ -112,6 +112,19 @@ def test_registered_as_default_backend_of_the_device():
     assert set(dist.Backend.backend_capability["staged_gloo"]) == {DEVICE, "cpu"}
 
 
+def test_torch_keeps_its_own_error_types_with_the_backend_loaded():
+    # Core's Python modules must not translate torch's C++ errors for it: a process-wide pybind11
+    # translator of ours once turned every c10 error raised through pybind11 (this DistNetworkError,
+    # a failed NCCL-style Work.wait's DistBackendError) into a plain RuntimeError.
+    import socket
+
+    with socket.socket() as probe:  # a loopback port nobody listens on
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    with pytest.raises(dist.DistNetworkError, match="timed out"):
+        dist.TCPStore("127.0.0.1", port, 2, is_master=False, timeout=timedelta(milliseconds=300))
+
+
 @pytest.mark.parametrize("staging", ["auto", "pinned"])
 @pytest.mark.parametrize("world", [2, 3])
 def test_every_operation(world: int, staging: str):
