@@ -280,6 +280,10 @@ def bench_smoke(session: nox.Session, run: Callable) -> None:
     for quick in ("separate", "compile"):
         json_out = str(out / f"bench-{quick}-smoke.json")
         run("python", "-m", f"torch_backend.bench.{quick}", "--quick", "--json", json_out, env=env)
+    # Replayed graphs against eager steps: on fake's device kernels (the CPU fallback cannot be captured).
+    graphs_json = str(out / "bench-graphs-smoke.json")
+    run("python", "-m", "torch_backend.bench.graphs", "--quick", "--json", graphs_json,
+        env={**env, "TORCH_BACKEND_FAKE_KERNELS": "1"})  # fmt: skip
     # The benchmark against another device (gpu vs cuda on the GPU machines), here fake vs the CPU.
     run(
         "python", "-m", "torch_backend.bench.reference", "--quick", "--reference", "cpu",

@@ -5,6 +5,7 @@ Python modules import one another without a cycle (registration flows one way).
     runtime      c10 and the device-symbol interface: devices, streams, guard, host sync
     memory       + the caching device and pinned host allocators
     aten         + ATen and torch/library.h: kernels, fallback, autocast, generator, hooks, activation
+    graphs       + ATen's graph interface: capture and replay over the runtime's capture symbols
     profiler     + PyTorch's profiler and Kineto's interface: device activity for torch.profiler
     distributed  + c10d
     python       + pybind11 and Python
@@ -19,7 +20,7 @@ from pathlib import Path
 CSRC = Path(__file__).resolve().parents[1] / "packages" / "torch-backend-core" / "csrc"
 INCLUDE = re.compile(r'^\s*#\s*include\s*[<"]([^">]+)[">]', re.MULTILINE)
 
-LAYERS = ["runtime", "memory", "aten", "profiler", "distributed", "python"]
+LAYERS = ["runtime", "memory", "aten", "graphs", "profiler", "distributed", "python"]
 # Public headers (include/torch_backend/) by the layer that implements them.
 PUBLIC_HEADER_LAYER = {
     "DeviceRuntime.h": "runtime",
@@ -52,6 +53,7 @@ TORCH_ALLOWED = {
         "libkineto.h",
         "output_base.h",
     ),
+    "graphs": ("ATen/",),
     "distributed": ("ATen/", "torch/library.h", "torch/csrc/distributed/"),
     "python": ("ATen/", "torch/", "pybind11/", "Python.h"),
 }

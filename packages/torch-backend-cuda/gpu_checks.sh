@@ -151,6 +151,10 @@ wait
 show kit
 show tests
 show opinfo 60
+# Graphs (CUDA stream capture): a replayed training step against the eager one, on gpu.
+step graphs 300 env TORCH_BACKEND=gpu "$python" -m torch_backend.bench.graphs --device gpu \
+  --rounds 3 --repeats 3 --json "$out/graphs-gpu.json"
+show graphs 10
 # cases NAMES: --case arguments of the benchmark, one per ';'-separated part of NAMES (names hold commas).
 cases() {
   local names name

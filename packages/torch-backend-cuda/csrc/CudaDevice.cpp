@@ -31,6 +31,27 @@ cudaMemcpyKind to_cuda(CopyKind kind) {
 }
 
 cudaStream_t stream_of(StreamHandle s) { return static_cast<cudaStream_t>(s); }
+
+cudaStreamCaptureMode to_cuda(torch_backend::CaptureMode mode) {
+  switch (mode) {
+    case torch_backend::CaptureMode::ThreadLocal:
+      return cudaStreamCaptureModeThreadLocal;
+    case torch_backend::CaptureMode::Relaxed:
+      return cudaStreamCaptureModeRelaxed;
+    case torch_backend::CaptureMode::Global:
+    default:
+      return cudaStreamCaptureModeGlobal;
+  }
+}
+
+// A captured graph and, once instantiated, its executable form.
+struct CapturedGraph {
+  cudaGraph_t graph = nullptr;
+  cudaGraphExec_t exec = nullptr;
+};
+CapturedGraph* graph_of(torch_backend::GraphHandle g) {
+  return static_cast<CapturedGraph*>(g);
+}
 cudaEvent_t event_of(EventHandle e) { return static_cast<cudaEvent_t>(e); }
 
 // cudaErrorNotReady answers a query; it is not a failure (and must not stay
@@ -188,6 +209,47 @@ class CudaRuntime final : public torch_backend::DeviceRuntime {
   Status stream_sleep(StreamHandle stream,
                       unsigned long microseconds) override {
     return gpu::launch_stream_sleep(stream, microseconds);
+  }
+
+  // Graphs: CUDA stream capture, as torch.cuda.CUDAGraph.
+  Status capture_begin(StreamHandle stream,
+                       torch_backend::CaptureMode mode) override {
+    return cudaStreamBeginCapture(stream_of(stream), to_cuda(mode));
+  }
+  Status capture_end(StreamHandle stream,
+                     torch_backend::GraphHandle* graph) override {
+    cudaGraph_t captured = nullptr;
+    const cudaError_t status =
+        cudaStreamEndCapture(stream_of(stream), &captured);
+    if (status == cudaSuccess) {
+      *graph = new CapturedGraph{captured, nullptr};
+    }
+    return status;
+  }
+  Status graph_instantiate(torch_backend::GraphHandle graph) override {
+    CapturedGraph* g = graph_of(graph);
+    return g->exec != nullptr ? cudaSuccess
+                              : cudaGraphInstantiate(&g->exec, g->graph, 0);
+  }
+  Status graph_launch(torch_backend::GraphHandle graph,
+                      StreamHandle stream) override {
+    return cudaGraphLaunch(graph_of(graph)->exec, stream_of(stream));
+  }
+  Status graph_destroy(torch_backend::GraphHandle graph) override {
+    CapturedGraph* g = graph_of(graph);
+    cudaError_t status = cudaSuccess;
+    if (g->exec != nullptr) {
+      status = cudaGraphExecDestroy(g->exec);
+    }
+    const cudaError_t destroyed = cudaGraphDestroy(g->graph);
+    delete g;
+    return status != cudaSuccess ? status : destroyed;
+  }
+  Status stream_is_capturing(StreamHandle stream, bool* capturing) override {
+    cudaStreamCaptureStatus state = cudaStreamCaptureStatusNone;
+    const cudaError_t status = cudaStreamIsCapturing(stream_of(stream), &state);
+    *capturing = state != cudaStreamCaptureStatusNone;
+    return status;
   }
 
   std::string error_text(Status status) override {

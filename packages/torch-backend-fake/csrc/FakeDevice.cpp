@@ -40,6 +40,10 @@ fake::Event& event_of(EventHandle handle) {
 }
 EventRef share(EventHandle handle) { return *static_cast<EventRef*>(handle); }
 
+std::shared_ptr<const fake::Graph>* graph_of(torch_backend::GraphHandle graph) {
+  return static_cast<std::shared_ptr<const fake::Graph>*>(graph);
+}
+
 class FakeRuntime final : public torch_backend::DeviceRuntime {
  public:
   // --- devices ---------------------------------------------------------------
@@ -63,6 +67,9 @@ class FakeRuntime final : public torch_backend::DeviceRuntime {
 
   Status synchronize_device() override {
     FAKE_FAULT_POINT(Operation::SynchronizeDevice, current_device());
+    if (const Status refused = machine_.refuse_if_capturing(current_device())) {
+      return refused;
+    }
     machine_.drain(current_device());
     return kernel_failures().take();
   }
@@ -105,6 +112,9 @@ class FakeRuntime final : public torch_backend::DeviceRuntime {
   Status memcpy(void* dst, const void* src, std::size_t bytes,
                 CopyKind /*kind*/) override {
     FAKE_FAULT_POINT(Operation::Memcpy, current_device());
+    if (const Status refused = machine_.refuse_if_capturing(current_device())) {
+      return refused;
+    }
     machine_.drain(current_device());
     fake::copy_memory(dst, src, bytes);
     return kernel_failures().take();
@@ -140,12 +150,20 @@ class FakeRuntime final : public torch_backend::DeviceRuntime {
 
   Status stream_query(StreamHandle stream, bool* complete) override {
     FAKE_FAULT_POINT(Operation::StreamQuery, stream_of(stream)->device);
+    if (const Status refused =
+            machine_.refuse_if_capturing(current_device(), stream_of(stream))) {
+      return refused;
+    }
     *complete = stream_of(stream)->idle();
     return kSuccess;
   }
 
   Status stream_synchronize(StreamHandle stream) override {
     FAKE_FAULT_POINT(Operation::StreamSynchronize, stream_of(stream)->device);
+    if (const Status refused =
+            machine_.refuse_if_capturing(current_device(), stream_of(stream))) {
+      return refused;
+    }
     stream_of(stream)->synchronize();
     return kernel_failures().take();
   }
@@ -153,6 +171,15 @@ class FakeRuntime final : public torch_backend::DeviceRuntime {
   Status stream_wait_event(StreamHandle stream, EventHandle event) override {
     FAKE_FAULT_POINT(Operation::StreamWaitEvent, stream_of(stream)->device);
     EventRef e = share(event);
+    fake::RecordingRef captured;
+    {
+      std::lock_guard<std::mutex> lock(e->mutex);
+      captured = e->captured_in.lock();
+    }
+    if (captured != nullptr &&
+        machine_.join_capture(*stream_of(stream), captured)) {
+      return kSuccess;  // the capture's order already puts the record first
+    }
     if (const std::uint64_t generation = e->last_recorded()) {
       stream_of(stream)->enqueue([e, generation] { e->wait_for(generation); });
     }
@@ -179,13 +206,35 @@ class FakeRuntime final : public torch_backend::DeviceRuntime {
 
   Status event_record(EventHandle event, StreamHandle stream) override {
     FAKE_FAULT_POINT(Operation::EventRecord, stream_of(stream)->device);
-    event_of(event).record_on(*stream_of(stream), share(event));
+    fake::Stream* target = stream_of(stream);
+    EventRef e = share(event);
+    fake::RecordingRef recording = target->recording();
+    {
+      std::lock_guard<std::mutex> lock(e->mutex);
+      e->captured_in = recording;
+    }
+    if (recording != nullptr) {
+      // Recorded at each launch of the graph, not now (as in CUDA).
+      recording->add([e] {
+        std::uint64_t generation = 0;
+        {
+          std::lock_guard<std::mutex> lock(e->mutex);
+          generation = ++e->recorded;
+        }
+        e->complete(generation, [] {});
+      });
+      return kSuccess;
+    }
+    e->record_on(*target, e);
     return kSuccess;
   }
 
   Status event_query(EventHandle event, bool* complete) override {
     FAKE_FAULT_POINT(Operation::EventQuery, -1);
     fake::Event& e = event_of(event);
+    if (fake::in_open_capture(e)) {
+      return fake::kCaptureRefused;
+    }
     std::lock_guard<std::mutex> lock(e.mutex);
     *complete = e.completed >= e.recorded;
     return kSuccess;
@@ -194,6 +243,9 @@ class FakeRuntime final : public torch_backend::DeviceRuntime {
   Status event_synchronize(EventHandle event) override {
     FAKE_FAULT_POINT(Operation::EventSynchronize, -1);
     fake::Event& e = event_of(event);
+    if (fake::in_open_capture(e)) {
+      return fake::kCaptureRefused;
+    }
     e.wait_for(e.last_recorded());
     return kernel_failures().take();
   }
@@ -262,6 +314,40 @@ class FakeRuntime final : public torch_backend::DeviceRuntime {
     return machine_.unmap(address, bytes);
   }
 
+  // --- graphs: a capture records a stream's work; a launch replays it --------
+  // Every capture mode behaves as Relaxed: only calls that wait for a
+  // capturing stream (or for an event recorded in an open capture) fail.
+  // TORCH_BACKEND_FAKE_GRAPHS=0 plays a runtime without them.
+  Status capture_begin(StreamHandle stream,
+                       torch_backend::CaptureMode /*mode*/) override {
+    if (!machine_.graphs()) {
+      return torch_backend::kNotSupported;
+    }
+    return machine_.begin_capture(*stream_of(stream));
+  }
+  Status capture_end(StreamHandle stream,
+                     torch_backend::GraphHandle* graph) override {
+    std::shared_ptr<const fake::Graph> captured;
+    const Status status = machine_.end_capture(*stream_of(stream), &captured);
+    if (status == kSuccess) {
+      *graph = new std::shared_ptr<const fake::Graph>(std::move(captured));
+    }
+    return status;
+  }
+  Status graph_launch(torch_backend::GraphHandle graph,
+                      StreamHandle stream) override {
+    stream_of(stream)->launch(*graph_of(graph));
+    return kSuccess;
+  }
+  Status graph_destroy(torch_backend::GraphHandle graph) override {
+    delete graph_of(graph);  // launches in flight keep their own share
+    return kSuccess;
+  }
+  Status stream_is_capturing(StreamHandle stream, bool* capturing) override {
+    *capturing = stream_of(stream)->recording() != nullptr;
+    return kSuccess;
+  }
+
   // --- errors and capabilities -----------------------------------------------
   std::string error_text(Status status) override {
     switch (status) {
@@ -292,6 +378,9 @@ class FakeRuntime final : public torch_backend::DeviceRuntime {
       case fake::kKernelFailed:
         return "a kernel failed on the device: " +
                fake::KernelFailures::reported_message();
+      case fake::kCaptureRefused:
+        return "operation not permitted when a stream is capturing (the "
+               "capture is invalidated)";
       case fake::kDeviceLost:
         return "device lost (injected by "
                "torch_backend_fake.faults.lose_device)";

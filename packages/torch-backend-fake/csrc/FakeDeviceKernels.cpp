@@ -767,12 +767,14 @@ Status dropout_kernel(const KernelContext& ctx,
         const double keep = 1 - call.p;
         const C scale = keep == 0 ? C(0) : static_cast<C>(1 / keep);
         const std::int64_t n = call.out.numel();
+        const std::uint64_t seed =
+            call.seed_on_device != nullptr ? *call.seed_on_device : call.seed;
         std::array<std::uint32_t, 4> block{};
         for (std::int64_t i = 0; i < n; ++i) {
           const std::uint64_t counter =
               call.offset + static_cast<std::uint64_t>(i);
           if (i == 0 || counter % 4 == 0) {
-            block = philox(counter / 4, call.seed);
+            block = philox(counter / 4, seed);
           }
           const float u = static_cast<float>(block[counter % 4] >> 8) *
                           (1.0f / 16777216.0f);

@@ -128,7 +128,7 @@ void Stream::synchronize() {
 
 bool Stream::try_run_inline(const std::function<void()>& work) {
   std::unique_lock<std::mutex> lock(mutex_);
-  if (!queue_.empty() || completed_ != enqueued_) {
+  if (recording_ || !queue_.empty() || completed_ != enqueued_) {
     return false;
   }
   // Counted as queued while it runs, so that the stream reads busy; the
@@ -142,6 +142,14 @@ bool Stream::try_run_inline(const std::function<void()>& work) {
 
 void Stream::push(Item item) {
   std::lock_guard<std::mutex> lock(mutex_);
+  if (recording_) {
+    if (item.work) {
+      recording_->add(std::move(item.work));
+    } else {  // a marker replays with nothing of this stream's to count
+      recording_->add([signal = std::move(item.signal)] { signal([] {}); });
+    }
+    return;
+  }
   queue_.push_back(std::move(item));
   ++enqueued_;
   if (worker_asleep_) {
@@ -187,6 +195,29 @@ void Stream::run() {
     ++completed_;
     work_done_.notify_all();
   }
+}
+
+RecordingRef Stream::recording() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return recording_;
+}
+
+void Stream::set_recording(RecordingRef recording) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  recording_ = std::move(recording);
+}
+
+void Stream::launch(std::shared_ptr<const Graph> graph) {
+  enqueue([graph = std::move(graph)] {
+    for (const std::function<void()>& work : graph->work) {
+      run_kernel(work);
+    }
+  });
+}
+
+void Recording::add(std::function<void()> item) {
+  std::lock_guard<std::mutex> lock(mutex);
+  work.push_back(std::move(item));
 }
 
 // --- events ------------------------------------------------------------------
@@ -243,6 +274,7 @@ Machine::Machine()
       discrete_(env_long("TORCH_BACKEND_FAKE_DISCRETE", 0) == 1),
       inline_kernels_(env_long("TORCH_BACKEND_FAKE_INLINE_KERNELS", 0) == 1),
       ipc_(env_long("TORCH_BACKEND_FAKE_IPC", 1) != 0),
+      graphs_(env_long("TORCH_BACKEND_FAKE_GRAPHS", 1) != 0),
       used_(device_count_, 0),
       default_streams_(new std::atomic<Stream*>[device_count_]()) {}
 
@@ -506,6 +538,88 @@ void Machine::drain(int device) {
   for (Stream* stream : streams_of(device)) {
     stream->synchronize();
   }
+}
+
+Status Machine::begin_capture(Stream& stream) {
+  if (stream.recording() != nullptr) {
+    return kInvalidValue;  // already capturing
+  }
+  auto recording = std::make_shared<Recording>(&stream);
+  recording->streams.push_back(&stream);
+  stream.set_recording(std::move(recording));
+  captures_.fetch_add(1);
+  return kSuccess;
+}
+
+Status Machine::end_capture(Stream& stream,
+                            std::shared_ptr<const Graph>* graph) {
+  RecordingRef recording = stream.recording();
+  if (recording == nullptr || recording->origin != &stream) {
+    return kInvalidValue;  // not the stream that began a capture
+  }
+  std::vector<Stream*> joined;
+  auto captured = std::make_shared<Graph>();
+  bool refused = false;
+  {
+    std::lock_guard<std::mutex> lock(recording->mutex);
+    recording->ended = true;
+    joined = recording->streams;
+    captured->work = std::move(recording->work);
+    refused = recording->refused;
+  }
+  for (Stream* member : joined) {
+    member->set_recording(nullptr);
+  }
+  captures_.fetch_sub(1);
+  if (refused) {
+    return kCaptureRefused;
+  }
+  *graph = std::move(captured);
+  return kSuccess;
+}
+
+bool Machine::join_capture(Stream& stream, const RecordingRef& recording) {
+  {
+    std::lock_guard<std::mutex> lock(recording->mutex);
+    if (recording->ended) {
+      return false;
+    }
+    if (std::find(recording->streams.begin(), recording->streams.end(),
+                  &stream) == recording->streams.end()) {
+      recording->streams.push_back(&stream);
+    }
+  }
+  stream.set_recording(recording);
+  return true;
+}
+
+Status Machine::refuse_if_capturing(int device, Stream* stream) {
+  if (captures_.load() == 0) {
+    return kSuccess;
+  }
+  const std::vector<Stream*> candidates =
+      stream != nullptr ? std::vector<Stream*>{stream} : streams_of(device);
+  for (Stream* candidate : candidates) {
+    if (RecordingRef recording = candidate->recording()) {
+      std::lock_guard<std::mutex> lock(recording->mutex);
+      recording->refused = true;
+      return kCaptureRefused;
+    }
+  }
+  return kSuccess;
+}
+
+bool in_open_capture(Event& event) {
+  RecordingRef recording;
+  {
+    std::lock_guard<std::mutex> lock(event.mutex);
+    recording = event.captured_in.lock();
+  }
+  if (recording == nullptr) {
+    return false;
+  }
+  std::lock_guard<std::mutex> lock(recording->mutex);
+  return !recording->ended;
 }
 
 std::vector<Stream*> Machine::streams_of(int device) {

@@ -19,6 +19,8 @@
 //   TORCH_BACKEND_FAKE_DISCRETE      1: memory host code may not address, as
 //                                    a discrete accelerator's
 //   TORCH_BACKEND_FAKE_IPC           0: no inter-process memory handles
+//   TORCH_BACKEND_FAKE_GRAPHS        0: no stream capture (a runtime without
+//                                    the graph symbols)
 #pragma once
 
 #include <atomic>
@@ -54,6 +56,8 @@ enum Code : Status {
   kKernelFailed = 9,
   kIpcGone = 10,
   kNotShareable = 11,
+  kCaptureRefused =
+      12,  // a call a capture cannot hold (cudaErrorStreamCapture*)
 };
 
 // The first kernel failure not yet reported, from any stream.
@@ -76,6 +80,31 @@ KernelFailures& kernel_failures();
 // The copy engine: every core for large copies, as the CPU's own copy_ does,
 // so host<->device bandwidth matches host<->host.
 void copy_memory(void* dst, const void* src, std::size_t bytes);
+
+class Stream;
+
+// A capture (graphs): the work streams enqueued while capturing, in the order
+// the host enqueued it, which every cross-stream wait the host issued
+// respects; a launch replays it in that order as one item of a stream, so it
+// costs the host one enqueue. Streams that waited for an event recorded
+// while capturing joined it (as in CUDA) and record into it too.
+struct Recording {
+  explicit Recording(Stream* origin) : origin(origin) {}
+  void add(std::function<void()> work);
+
+  Stream* const origin;
+  std::mutex mutex;
+  std::vector<std::function<void()>> work;
+  std::vector<Stream*> streams;  // the origin and those that joined
+  bool ended = false;
+  bool refused = false;  // a call the capture cannot hold was made
+};
+using RecordingRef = std::shared_ptr<Recording>;
+
+// A captured graph, launchable any number of times.
+struct Graph {
+  std::vector<std::function<void()>> work;
+};
 
 // Work items of one stream, run in order by its own worker thread.
 class Stream {
@@ -109,6 +138,12 @@ class Stream {
   }
   void synchronize();
 
+  // The capture this stream records into, or null (then work runs).
+  RecordingRef recording();
+  void set_recording(RecordingRef recording);
+  // Enqueues every item of `graph`, in order, as one item.
+  void launch(std::shared_ptr<const Graph> graph);
+
   const int device;
 
  private:
@@ -129,6 +164,7 @@ class Stream {
   std::condition_variable work_done_;
   std::deque<Item> queue_;
   bool worker_asleep_ = false;  // under mutex_: push() wakes it
+  RecordingRef recording_;      // under mutex_
   std::atomic<std::uint64_t> enqueued_{0};
   std::atomic<std::uint64_t> completed_{0};
   std::thread worker_;
@@ -153,7 +189,14 @@ struct Event {
   std::uint64_t recorded = 0;
   std::uint64_t completed = 0;
   Clock::time_point when;
+  // The capture it was last recorded in (recorded while capturing, it is
+  // recorded again at each launch of the graph instead).
+  std::weak_ptr<Recording> captured_in;
 };
+
+// Whether `event` was last recorded in a capture that is still open (its
+// completion then exists only in the graph to come).
+bool in_open_capture(Event& event);
 
 // Streams may still wait on or complete an event after its handle was
 // destroyed (allowed in CUDA too), so queued work shares ownership of it.
@@ -172,6 +215,7 @@ class Machine {
   // to a stream's worker (the benchmarks' measure of it).
   bool inline_kernels() const { return inline_kernels_; }
   bool ipc() const { return ipc_; }
+  bool graphs() const { return graphs_; }
 
   // --- memory: a shared-memory file per allocation -------------------------
   Status allocate(int device, std::size_t bytes, void** ptr);
@@ -205,6 +249,17 @@ class Machine {
   // Waits for every stream of `device`.
   void drain(int device);
 
+  // --- captures (graphs) -----------------------------------------------------
+  Status begin_capture(Stream& stream);
+  // kCaptureRefused (and no graph) if a refused call was made meanwhile.
+  Status end_capture(Stream& stream, std::shared_ptr<const Graph>* graph);
+  // A call that waits for `device`'s streams (or for `stream`, when given),
+  // which no capture can hold: kCaptureRefused, and the capture fails.
+  Status refuse_if_capturing(int device, Stream* stream = nullptr);
+  // `stream` waited for an event recorded in `recording`: it joins the
+  // capture if it is still open (true), as in CUDA.
+  bool join_capture(Stream& stream, const RecordingRef& recording);
+
  private:
   struct Block {
     int device;
@@ -228,6 +283,7 @@ class Machine {
   const bool discrete_;
   const bool inline_kernels_;
   const bool ipc_;
+  const bool graphs_;
   std::mutex mutex_;
   std::vector<std::size_t> used_;
   std::unordered_map<void*, Block> blocks_;
@@ -237,6 +293,7 @@ class Machine {
   std::unordered_set<Physical*> physical_;
   std::unique_ptr<std::atomic<Stream*>[]> default_streams_;
   std::vector<Stream*> streams_;
+  std::atomic<int> captures_{0};  // in progress: the checks' fast path
 };
 
 // The calling thread's current device (the state cudaSetDevice sets).

@@ -122,3 +122,21 @@ print("ok")
 def test_inline_kernels_keep_stream_order_and_results():
     out = run(INLINE_KERNELS, TORCH_BACKEND_FAKE_KERNELS="1", TORCH_BACKEND_FAKE_INLINE_KERNELS="1")
     assert out.stdout.strip() == "ok", out.stderr
+
+
+def test_a_runtime_without_capture_symbols_refuses_graphs_clearly():
+    # TORCH_BACKEND_FAKE_GRAPHS=0: fake's capture_begin answers kNotSupported, as a runtime without it.
+    script = """
+import torch
+graph = torch.fake.Graph()
+try:
+    with torch.fake.graph(graph):
+        pass
+except NotImplementedError as error:
+    print("refused:", error)
+print("capturing:", torch.fake.is_current_stream_capturing())
+print("works:", (torch.ones(2, device="fake") + 1).tolist())
+"""
+    out = run_python(script, TORCH_BACKEND_FAKE_GRAPHS="0")
+    assert "refused: the fake runtime cannot capture graphs (DeviceRuntime::capture_begin" in out.stdout
+    assert "capturing: False" in out.stdout and "works: [2.0, 2.0]" in out.stdout

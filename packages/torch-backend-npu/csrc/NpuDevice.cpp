@@ -32,6 +32,18 @@ aclrtMemcpyKind to_acl(CopyKind kind) {
 }
 
 // Device memory of the current device, in huge pages.
+aclmdlRICaptureMode to_acl(torch_backend::CaptureMode mode) {
+  switch (mode) {
+    case torch_backend::CaptureMode::ThreadLocal:
+      return ACL_MODEL_RI_CAPTURE_MODE_THREAD_LOCAL;
+    case torch_backend::CaptureMode::Relaxed:
+      return ACL_MODEL_RI_CAPTURE_MODE_RELAXED;
+    case torch_backend::CaptureMode::Global:
+    default:
+      return ACL_MODEL_RI_CAPTURE_MODE_GLOBAL;
+  }
+}
+
 aclrtPhysicalMemProp physical_memory() {
   int32_t device = 0;
   (void)aclrtGetDevice(&device);
@@ -214,6 +226,34 @@ class NpuRuntime final : public torch_backend::DeviceRuntime {
   Status event_elapsed_time(float* ms, EventHandle start,
                             EventHandle end) override {
     return aclrtEventElapsedTime(ms, start, end);
+  }
+
+  // Graphs: CANN's model capture (aclmdlRI), as torch_npu's NPUGraph; the
+  // model a capture ends with is launchable as it is.
+  Status capture_begin(StreamHandle stream,
+                       torch_backend::CaptureMode mode) override {
+    return aclmdlRICaptureBegin(stream, to_acl(mode));
+  }
+  Status capture_end(StreamHandle stream,
+                     torch_backend::GraphHandle* graph) override {
+    aclmdlRI model = nullptr;
+    const aclError status = aclmdlRICaptureEnd(stream, &model);
+    *graph = model;
+    return status;
+  }
+  Status graph_launch(torch_backend::GraphHandle graph,
+                      StreamHandle stream) override {
+    return aclmdlRIExecuteAsync(graph, stream);
+  }
+  Status graph_destroy(torch_backend::GraphHandle graph) override {
+    return aclmdlRIDestroy(graph);
+  }
+  Status stream_is_capturing(StreamHandle stream, bool* capturing) override {
+    aclmdlRICaptureStatus state = ACL_MODEL_RI_CAPTURE_STATUS_NONE;
+    const aclError status = aclmdlRICaptureGetInfo(stream, &state, nullptr);
+    // An invalidated capture still holds the stream until it ends.
+    *capturing = state != ACL_MODEL_RI_CAPTURE_STATUS_NONE;
+    return status;
   }
 
   // ACL keeps the message of the calling thread's last failure.

@@ -34,11 +34,10 @@
 #include <unordered_map>
 
 #include "Emulator.h"
+#include "Streams.h"
 
 namespace acl_emulator {
 namespace {
-
-using Clock = std::chrono::steady_clock;
 
 constexpr int kTagShift = 48;
 constexpr std::uint64_t kTagBit = 0x4000;  // bit 62 of the address
@@ -53,107 +52,6 @@ std::uint64_t env_number(const char* name, std::uint64_t fallback) {
 
 thread_local int current_device = -1;
 thread_local std::string recent_error;  // aclGetRecentErrMsg
-
-// ---- streams ----------------------------------------------------------------
-
-struct Stream {
-  int device = 0;
-  std::mutex mutex;
-  std::condition_variable changed;
-  std::deque<std::function<aclError()>> queue;
-  std::uint64_t enqueued = 0;    // tasks ever enqueued
-  std::uint64_t finished = 0;    // tasks ever finished, in order
-  aclError error = ACL_SUCCESS;  // first failure not yet reported
-  std::string error_text;
-
-  explicit Stream(int device_index) : device(device_index) {
-    // Never joined: the process may end with the stream alive (as CANN's).
-    std::thread([this] { run(); }).detach();
-  }
-
-  std::uint64_t push(std::function<aclError()> task) {
-    const std::lock_guard<std::mutex> lock(mutex);
-    queue.push_back(std::move(task));
-    changed.notify_all();
-    return ++enqueued;
-  }
-
-  void run() {
-    for (;;) {
-      std::function<aclError()> task;
-      {
-        std::unique_lock<std::mutex> lock(mutex);
-        changed.wait(lock, [this] { return !queue.empty(); });
-        task = std::move(queue.front());
-        queue.pop_front();
-      }
-      std::string text;
-      aclError status = ACL_SUCCESS;
-      {
-        // A task's errors land in this thread's message; keep it.
-        status = task();
-        if (status != ACL_SUCCESS) {
-          const char* message = aclGetRecentErrMsg();
-          text = message != nullptr ? message : "kernel failed";
-        }
-      }
-      const std::lock_guard<std::mutex> lock(mutex);
-      if (status != ACL_SUCCESS && error == ACL_SUCCESS) {
-        error = status;
-        error_text = text;
-      }
-      ++finished;
-      changed.notify_all();
-    }
-  }
-
-  void wait_for(std::uint64_t task) {
-    std::unique_lock<std::mutex> lock(mutex);
-    changed.wait(lock, [&] { return finished >= task; });
-  }
-
-  // Reports (once) the first failure of the stream's work.
-  aclError take_error() {
-    const std::lock_guard<std::mutex> lock(mutex);
-    const aclError status = error;
-    if (status != ACL_SUCCESS) {
-      error = ACL_SUCCESS;
-      recent_error = error_text;  // the failed task's message, as it was
-    }
-    return status;
-  }
-
-  aclError synchronize() {
-    std::uint64_t last = 0;
-    {
-      const std::lock_guard<std::mutex> lock(mutex);
-      last = enqueued;
-    }
-    wait_for(last);
-    return take_error();
-  }
-};
-
-// ---- events -----------------------------------------------------------------
-
-// One recording of an event: done once its stream reaches it.
-struct Marker {
-  Stream* stream = nullptr;
-  std::uint64_t task = 0;
-  std::atomic<bool> done{false};
-  Clock::time_point when;
-};
-
-struct Event {
-  bool timing = false;
-  std::mutex mutex;
-  std::shared_ptr<Marker> last;  // nullptr: never recorded
-
-  std::shared_ptr<Marker> marker() {
-    const std::lock_guard<std::mutex> lock(mutex);
-    return last;
-  }
-};
 
 // ---- devices and memory -----------------------------------------------------
 
@@ -217,6 +115,17 @@ bool initialized() {
   return s.initialized;
 }
 
+bool is_device_address(const void* ptr) {
+  return (reinterpret_cast<std::uintptr_t>(ptr) >> 62) == 1;
+}
+
+int device_of_address(const void* ptr) {
+  return static_cast<int>((reinterpret_cast<std::uintptr_t>(ptr) >> kTagShift) &
+                          0xff);
+}
+
+}  // namespace
+
 // The calling thread's device, after the checks every device call makes.
 aclError device_of_thread(const char* call, int* device) {
   if (!initialized()) {
@@ -232,15 +141,6 @@ aclError device_of_thread(const char* call, int* device) {
   return ACL_SUCCESS;
 }
 
-bool is_device_address(const void* ptr) {
-  return (reinterpret_cast<std::uintptr_t>(ptr) >> 62) == 1;
-}
-
-int device_of_address(const void* ptr) {
-  return static_cast<int>((reinterpret_cast<std::uintptr_t>(ptr) >> kTagShift) &
-                          0xff);
-}
-
 Stream* stream_of(aclrtStream stream, int device) {
   if (stream != nullptr) {
     return static_cast<Stream*>(stream);
@@ -248,7 +148,7 @@ Stream* stream_of(aclrtStream stream, int device) {
   return state().devices[device].default_stream;
 }
 
-}  // namespace
+void set_recent_error(const std::string& text) { recent_error = text; }
 
 aclError fail(aclError code, const std::string& message) {
   recent_error = "EE9999: [acl emulator] " + message;
@@ -425,6 +325,12 @@ aclError aclrtSynchronizeDevice(void) {
     const std::lock_guard<std::mutex> lock(device.mutex);
     streams.assign(device.streams.begin(), device.streams.end());
     streams.push_back(device.default_stream);
+  }
+  for (Stream* stream : streams) {
+    if (const aclError refused =
+            refuse_if_capturing(stream, "aclrtSynchronizeDevice")) {
+      return refused;
+    }
   }
   aclError first = ACL_SUCCESS;
   for (Stream* stream : streams) {
@@ -795,6 +701,20 @@ aclError aclrtMemcpy(void* dst, size_t destMax, const void* src, size_t count,
   if (injected_fault("aclrtMemcpy")) {
     return ACL_ERROR_RT_INTERNAL_ERROR;
   }
+  // Synchronous: not allowed while a stream of the device is captured.
+  {
+    Device& device = state().devices[index];
+    std::vector<Stream*> streams;
+    {
+      const std::lock_guard<std::mutex> lock(device.mutex);
+      streams.assign(device.streams.begin(), device.streams.end());
+    }
+    for (Stream* stream : streams) {
+      if (const aclError refused = refuse_if_capturing(stream, "aclrtMemcpy")) {
+        return refused;
+      }
+    }
+  }
   void* to = nullptr;
   const void* from = nullptr;
   if (const aclError status = copy_ends(dst, destMax, src, count, kind,
@@ -874,7 +794,12 @@ aclError aclrtSynchronizeStream(aclrtStream stream) {
   if (injected_fault("aclrtSynchronizeStream")) {
     return ACL_ERROR_RT_INTERNAL_ERROR;
   }
-  return stream_of(stream, index)->synchronize();
+  Stream* target = stream_of(stream, index);
+  if (const aclError refused =
+          refuse_if_capturing(target, "aclrtSynchronizeStream")) {
+    return refused;
+  }
+  return target->synchronize();
 }
 
 aclError aclrtStreamQuery(aclrtStream stream, aclrtStreamStatus* status) {
@@ -886,6 +811,10 @@ aclError aclrtStreamQuery(aclrtStream stream, aclrtStreamStatus* status) {
     return error;
   }
   Stream* target = stream_of(stream, index);
+  if (const aclError refused =
+          refuse_if_capturing(target, "aclrtStreamQuery")) {
+    return refused;
+  }
   {
     const std::lock_guard<std::mutex> lock(target->mutex);
     *status = target->finished == target->enqueued
@@ -951,9 +880,14 @@ aclError aclrtRecordEvent(aclrtEvent event, aclrtStream stream) {
   auto marker = std::make_shared<Marker>();
   marker->stream = stream_of(stream, index);
   {
+    const std::lock_guard<std::mutex> lock(marker->stream->mutex);
+    marker->captured_in = marker->stream->capture;
+  }
+  {
     const std::lock_guard<std::mutex> lock(target->mutex);
     target->last = marker;
   }
+  // Captured, the marker is done at each launch of the model instead.
   marker->task = marker->stream->push([marker] {
     marker->when = Clock::now();
     marker->done.store(true);
@@ -969,6 +903,11 @@ aclError aclrtQueryEventStatus(aclrtEvent event,
                 "aclrtQueryEventStatus: null event or status");
   }
   const auto marker = static_cast<Event*>(event)->marker();
+  if (marker != nullptr && open_capture(*marker)) {
+    return fail(ACL_ERROR_RT_PARAM_INVALID,
+                "aclrtQueryEventStatus: the event was recorded in a capture "
+                "that has not ended");
+  }
   *status = marker != nullptr && marker->done.load()
                 ? ACL_EVENT_RECORDED_STATUS_COMPLETE
                 : ACL_EVENT_RECORDED_STATUS_NOT_READY;
@@ -983,6 +922,11 @@ aclError aclrtSynchronizeEvent(aclrtEvent event) {
     return ACL_ERROR_RT_INTERNAL_ERROR;
   }
   const auto marker = static_cast<Event*>(event)->marker();
+  if (marker != nullptr && open_capture(*marker)) {
+    return fail(ACL_ERROR_RT_PARAM_INVALID,
+                "aclrtSynchronizeEvent: the event was recorded in a capture "
+                "that has not ended");
+  }
   if (marker != nullptr) {
     marker->stream->wait_for(marker->task);
   }
@@ -1000,6 +944,11 @@ aclError aclrtStreamWaitEvent(aclrtStream stream, aclrtEvent event) {
   }
   const auto marker = static_cast<Event*>(event)->marker();
   if (marker == nullptr) {
+    return ACL_SUCCESS;
+  }
+  // An event recorded in an open capture: the waiting stream joins it, and
+  // the capture's order already puts the record before what follows.
+  if (join_capture(stream_of(stream, index), *marker)) {
     return ACL_SUCCESS;
   }
   stream_of(stream, index)->push([marker] {

@@ -20,6 +20,7 @@
 #include <torch_backend/Runtime.h>
 
 #include "../memory/HostAllocator.h"
+#include "../runtime/Capture.h"
 #include "../runtime/Streams.h"
 #include "LaunchBlocking.h"
 #include "Registration.h"
@@ -100,7 +101,18 @@ void copy_bytes(void* dst, const void* src, size_t bytes, CopyKind kind,
   const void* host = kind == CopyKind::HostToDevice ? src : dst;
   const bool pinned_async =
       kind != CopyKind::DeviceToDevice && non_blocking && is_pinned(host);
-  if (!pinned_async && active_capabilities().host_addressable_memory) {
+  // In a graph, copies are the stream's work, never the host's.
+  const bool capturing = is_capturing(current_stream(device.index()));
+  if (capturing && kind != CopyKind::DeviceToDevice && !pinned_async) {
+    refuse_while_capturing(
+        current_stream(device.index()),
+        "aten::copy_ between the host and the device from pageable memory or "
+        "with non_blocking=False (a synchronous copy)",
+        "copy pinned memory with non_blocking=True inside the captured "
+        "region, or copy outside it");
+  }
+  if (!pinned_async && !capturing &&
+      active_capabilities().host_addressable_memory) {
     // Done in stream order all the same: after the stream's earlier work,
     // before anything enqueued later (as the CPU fallback runs kernels).
     wait_for_host_access(device);
@@ -310,6 +322,10 @@ void record_tensor_stream(Tensor& self, c10::Stream stream) {
 }
 
 c10::Scalar local_scalar_dense(const Tensor& self) {
+  refuse_while_capturing(current_stream(self.device().index()),
+                         "aten::_local_scalar_dense (Tensor.item()) reads a "
+                         "device value on the host",
+                         kHostSyncAdvice);
   return at::_local_scalar_dense(self.cpu());
 }
 

@@ -68,6 +68,11 @@ void base_output_hook(Base& meta, int64_t index, at::IntArrayRef sizes,
 // only all_to_all_single).
 constexpr bool kGlooHasListAllToAll = !TORCH_BACKEND_TORCH_BEFORE(2, 12);
 
+// Device-generic graphs (ATen/core/GraphImplInterface.h, REGISTER_GRAPH_IMPL,
+// torch.accelerator.Graph) arrived in torch 2.12; torch.<device>.graphs is
+// core's own on every release.
+#define TORCH_BACKEND_HAS_GRAPH_IMPL !TORCH_BACKEND_TORCH_BEFORE(2, 12)
+
 // Names torch's autocast op lists use unqualified, for a `using namespace`
 // where the lists expand: 2.11 and 2.12 list ops over DimnameList, which went
 // with named tensors in 2.13.

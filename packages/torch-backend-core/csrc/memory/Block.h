@@ -60,10 +60,14 @@ struct BlockOrder {
 };
 
 struct BlockPool {
-  BlockPool(bool small, std::pmr::memory_resource* nodes)
-      : blocks(nodes), is_small(small) {}
+  BlockPool(bool small, std::pmr::memory_resource* nodes,
+            bool is_private = false)
+      : blocks(nodes), is_small(small), is_private(is_private) {}
   std::pmr::set<Block*, BlockOrder> blocks;
   const bool is_small;
+  // A graph's private pool (its blocks serve only allocations made while
+  // capturing into it): never binned, merged or reused outside it.
+  const bool is_private;
 };
 
 // Size policy, as in PyTorch's CUDA caching allocator.

@@ -14,6 +14,7 @@
 #include "../runtime/Streams.h"
 #include "../runtime/Warn.h"
 #include "DeviceCachingAllocator.h"
+#include "GraphPools.h"
 #include "History.h"
 
 namespace torch_backend {
@@ -137,6 +138,18 @@ DeviceSegment device_segment_of(const c10::DataPtr& data_ptr) {
   auto* block = static_cast<Block*>(data_ptr.get_context());
   const auto [base, size] = for_device(block->device).segment_of(block);
   return {base, size};
+}
+
+void begin_allocate_to_pool(c10::DeviceIndex device, c10::MempoolId_t pool) {
+  for_device(device).begin_allocate_to_pool(pool);
+}
+
+void end_allocate_to_pool(c10::DeviceIndex device) {
+  for_device(device).end_allocate_to_pool();
+}
+
+void release_pool(c10::DeviceIndex device, c10::MempoolId_t pool) {
+  for_device(device).release_pool(pool);
 }
 
 void set_memory_fraction(double fraction, c10::DeviceIndex device) {

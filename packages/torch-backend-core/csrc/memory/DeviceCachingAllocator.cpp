@@ -13,6 +13,7 @@
 
 #include <torch_backend/Runtime.h>
 
+#include "../runtime/Capture.h"
 #include "../runtime/Streams.h"
 #include "StreamUse.h"
 
@@ -116,21 +117,30 @@ Block* DeviceCachingAllocator::malloc(size_t requested, c10::Stream stream) {
   Lock lock(mutex_);
   process_events(/*wait=*/false);
   const size_t size = round_size(requested);
-  BlockPool& pool = size <= kSmallSize ? small_pool_ : large_pool_;
-  Block* block = take_binned(stream, size);
+  PrivatePool* graph_pool = capture_pool_for(stream);
+  BlockPool& pool =
+      graph_pool != nullptr
+          ? (size <= kSmallSize ? graph_pool->small : graph_pool->large)
+          : (size <= kSmallSize ? small_pool_ : large_pool_);
+  Block* block = graph_pool != nullptr ? nullptr : take_binned(stream, size);
   if (block == nullptr) {
     block = take_free_block(pool, stream, size);
   }
-  if (block == nullptr && binned_ > 0) {
+  if (block == nullptr && binned_ > 0 && graph_pool == nullptr) {
     flush_bins();  // merged, the binned blocks may fit
     block = take_free_block(pool, stream, size);
   }
   if (block == nullptr) {
     // An expandable segment grows by what the request needs.
-    const size_t segment = expandable_page_ > 0 ? size : segment_size(size);
-    garbage_collect();
+    const size_t segment =
+        expandable_page_ > 0 && !pool.is_private ? size : segment_size(size);
+    // Both wait for the whole device, which a capture in progress forbids.
+    const bool may_synchronize = capturing_into_ == nullptr;
+    if (may_synchronize) {
+      garbage_collect();
+    }
     block = new_segment(pool, stream, segment);
-    if (block == nullptr) {
+    if (block == nullptr && may_synchronize) {
       // Give every cached block back to the runtime and try once more.
       release_cached_blocks();
       stats_.num_alloc_retries += 1;
@@ -226,7 +236,9 @@ Block* DeviceCachingAllocator::take_free_block(BlockPool& pool,
 
 Block* DeviceCachingAllocator::new_segment(BlockPool& pool, c10::Stream stream,
                                            size_t size) {
-  if (expandable_page_ > 0) {
+  // A graph's pool takes ordinary segments: an expandable one would mix its
+  // blocks with the device's shared ones.
+  if (expandable_page_ > 0 && !pool.is_private) {
     return grow_expandable(pool, stream, size);
   }
   last_oom_status_ = kSuccess;
@@ -453,6 +465,10 @@ void DeviceCachingAllocator::free(Block* block) {
     stats_.oversize_allocations.decrease(1);
   }
   if (!block->stream_uses.empty()) {
+    if (capturing_into_ != nullptr) {
+      frees_after_capture_.push_back(block);
+      return;
+    }
     record_events(block);  // reusable once the other streams are done
     return;
   }
@@ -484,7 +500,8 @@ Block* DeviceCachingAllocator::take_binned(c10::Stream stream, size_t size) {
 }
 
 bool DeviceCachingAllocator::bin(Block* block) {
-  if (block->size > kBinnedMax || !block->pool->is_small) {
+  if (block->size > kBinnedMax || !block->pool->is_small ||
+      block->pool->is_private) {
     return false;
   }
   std::vector<Block*>& slot = bins_[block->size / kMinBlockSize];
@@ -667,6 +684,7 @@ void DeviceCachingAllocator::release_cached_blocks() {
       unmap_free_pages(block);
     }
   }
+  release_unused_private_pools();
   // Ranges no longer grown and with nothing mapped go back too.
   expandable_segments_.erase(
       std::remove_if(expandable_segments_.begin(), expandable_segments_.end(),
@@ -714,7 +732,77 @@ void DeviceCachingAllocator::garbage_collect() {
 
 void DeviceCachingAllocator::empty_cache() {
   Lock lock(mutex_);
+  TORCH_CHECK(capturing_into_ == nullptr, "empty_cache() while a graph is ",
+              "being captured on ", device_of(device_),
+              " (freeing device memory waits for the device): call it before "
+              "the capture begins or after it ends");
   release_cached_blocks();
+}
+
+DeviceCachingAllocator::PrivatePool* DeviceCachingAllocator::capture_pool_for(
+    c10::Stream stream) {
+  if (capturing_into_ == nullptr || !is_capturing(stream)) {
+    return nullptr;
+  }
+  return capturing_into_;
+}
+
+void DeviceCachingAllocator::begin_allocate_to_pool(c10::MempoolId_t id) {
+  Lock lock(mutex_);
+  TORCH_CHECK(capturing_into_ == nullptr, "a graph is already capturing into ",
+              "a memory pool of ", device_of(device_));
+  std::unique_ptr<PrivatePool>& pool = private_pools_[id];
+  if (!pool) {
+    pool = std::make_unique<PrivatePool>(&node_memory_);
+  }
+  pool->users += 1;
+  capturing_into_ = pool.get();
+}
+
+void DeviceCachingAllocator::end_allocate_to_pool() {
+  Lock lock(mutex_);
+  capturing_into_ = nullptr;
+  std::vector<Block*> deferred;
+  deferred.swap(frees_after_capture_);
+  for (Block* block : deferred) {
+    record_events(block);
+  }
+}
+
+void DeviceCachingAllocator::release_pool(c10::MempoolId_t id) {
+  Lock lock(mutex_);
+  auto it = private_pools_.find(id);
+  if (it != private_pools_.end() && it->second->users > 0) {
+    it->second->users -= 1;
+  }
+}
+
+void DeviceCachingAllocator::release_unused_private_pools() {
+  for (auto it = private_pools_.begin(); it != private_pools_.end();) {
+    PrivatePool& pool = *it->second;
+    if (pool.users > 0 || &pool == capturing_into_) {
+      ++it;
+      continue;
+    }
+    for (BlockPool* blocks : {&pool.small, &pool.large}) {
+      std::vector<Block*> whole;
+      for (Block* block : blocks->blocks) {
+        if (!block->is_split()) {
+          whole.push_back(block);
+        }
+      }
+      for (Block* block : whole) {
+        release_segment(block);
+      }
+    }
+    // Kept while a tensor from it is alive: its blocks point at the pool.
+    const bool has_segments = std::any_of(
+        segment_heads_.begin(), segment_heads_.end(), [&](const auto& entry) {
+          const BlockPool* owner = entry.second->pool;
+          return owner == &pool.small || owner == &pool.large;
+        });
+    it = has_segments ? std::next(it) : private_pools_.erase(it);
+  }
 }
 
 void DeviceCachingAllocator::set_memory_fraction(double fraction) {

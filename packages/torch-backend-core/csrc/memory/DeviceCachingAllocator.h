@@ -31,8 +31,20 @@ class DeviceCachingAllocator {
   Block* malloc(size_t size, c10::Stream stream);
   void free(Block* block);
   void record_stream(Block* block, c10::Stream stream);
-  // Returns every fully free segment to the runtime.
+  // Returns every fully free segment to the runtime, and those of private
+  // pools no graph holds any more.
   void empty_cache();
+
+  // Graphs (CUDA's private memory pools): from begin to end, allocations on
+  // streams the runtime reports capturing come from `pool`'s own blocks
+  // (created on first use; each begin adds a user), so a graph's replays
+  // find their memory at the addresses they were captured with and nothing
+  // else takes it. Frees of blocks other streams used wait until the capture
+  // ends. release_pool drops a user; a pool without users gives its free
+  // segments back at the next empty_cache.
+  void begin_allocate_to_pool(c10::MempoolId_t pool);
+  void end_allocate_to_pool();
+  void release_pool(c10::MempoolId_t pool);
   void set_memory_fraction(double fraction);
   // The base and size of the segment (runtime allocation) `block` is part of.
   std::pair<void*, size_t> segment_of(const Block* block);
@@ -78,6 +90,10 @@ class DeviceCachingAllocator {
   void pool_insert(Block* block);
   void pool_erase(Block* block);
   void record_events(Block* block);
+  struct PrivatePool;
+  // The private pool allocations on `stream` go to now, or null.
+  PrivatePool* capture_pool_for(c10::Stream stream);
+  void release_unused_private_pools();
   void trace(MemoryTraceEntry::Action action, const Block* block);
   void process_events(bool wait);
   void release_cached_blocks();
@@ -116,6 +132,20 @@ class DeviceCachingAllocator {
   // The first block of every segment, by base address (merges move it).
   std::map<uintptr_t, Block*> segment_heads_;
   std::vector<EventHandle> spare_events_;
+  struct PrivatePool {
+    explicit PrivatePool(std::pmr::memory_resource* nodes)
+        : small(true, nodes, true), large(false, nodes, true) {}
+    BlockPool small;
+    BlockPool large;
+    int users = 0;
+  };
+  // Never destroyed while a block may point at one of their BlockPools:
+  // erased only once no segment of theirs is left.
+  std::map<c10::MempoolId_t, std::unique_ptr<PrivatePool>> private_pools_;
+  PrivatePool* capturing_into_ = nullptr;
+  // Freed during a capture with uses on other streams: their events are
+  // recorded once it ends (recording one could join the capture).
+  std::vector<Block*> frees_after_capture_;
 };
 
 }  // namespace torch_backend::allocator

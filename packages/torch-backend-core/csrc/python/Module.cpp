@@ -19,8 +19,10 @@
 
 #include "../aten/OpReport.h"
 #include "../aten/kernels/OpTable.h"
+#include "../graphs/GraphRegistration.h"
 #include "../profiler/KinetoProfiler.h"
 #include "../profiler/LegacyProfiler.h"
+#include "Graphs.h"
 #include "MemoryHistory.h"
 #include "Serialization.h"
 #include "Sharing.h"
@@ -53,6 +55,7 @@ void activate_loaded() {
   register_metadata_serialization();
   register_device_profiler();
   register_legacy_profiler_stubs();
+  register_graph_impl();
 }
 
 // torch.accelerator.synchronize's path: it raises a failed collective's error.
@@ -174,6 +177,7 @@ PYBIND11_MODULE(_C, m) {
   m.def("_load_device_library", &load, py::arg("path"));
   m.def("_loaded_device_count", &loaded_device_count);
   m.def("_activate", &activate_loaded);
+  bind_graphs(m);
   m.def("_is_active", &has_active_runtime);
   m.def("_has_device_collectives",
         [] { return active_collectives() != nullptr; });

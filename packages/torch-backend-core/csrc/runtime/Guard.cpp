@@ -9,6 +9,7 @@
 
 #include "Guard.h"
 
+#include "Capture.h"
 #include "StreamDependencies.h"
 #include "Streams.h"
 
@@ -94,6 +95,8 @@ class DeviceGuardImpl final : public c10::impl::DeviceGuardImplInterface {
   }
 
   bool queryStream(const Stream& stream) const override {
+    refuse_while_capturing(stream, "querying whether its work is done",
+                           kHostSyncAdvice);
     return on_device(stream.device_index(), [&] {
       bool complete = false;
       TORCH_BACKEND_CHECK(
@@ -123,6 +126,8 @@ class DeviceGuardImpl final : public c10::impl::DeviceGuardImplInterface {
   }
 
   void synchronizeDevice(DeviceIndex device) const override {
+    refuse_while_device_captures(device, "synchronizing the device",
+                                 kHostSyncAdvice);
     on_device(device, [device] {
       TORCH_BACKEND_CHECK(active_runtime().synchronize_device());
       check_device_dependencies(device);

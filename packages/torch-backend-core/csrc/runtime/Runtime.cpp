@@ -50,6 +50,21 @@ Status DeviceRuntime::vm_map(void*, std::size_t, PhysicalHandle) {
   return kNotSupported;
 }
 Status DeviceRuntime::vm_unmap(void*, std::size_t) { return kNotSupported; }
+Status DeviceRuntime::capture_begin(StreamHandle, CaptureMode) {
+  return kNotSupported;
+}
+Status DeviceRuntime::capture_end(StreamHandle, GraphHandle*) {
+  return kNotSupported;
+}
+Status DeviceRuntime::graph_instantiate(GraphHandle) { return kSuccess; }
+Status DeviceRuntime::graph_launch(GraphHandle, StreamHandle) {
+  return kNotSupported;
+}
+Status DeviceRuntime::graph_destroy(GraphHandle) { return kNotSupported; }
+Status DeviceRuntime::stream_is_capturing(StreamHandle, bool* capturing) {
+  *capturing = false;  // a runtime that cannot capture never is
+  return kSuccess;
+}
 
 namespace {
 

@@ -1,5 +1,7 @@
 #include "Streams.h"
 
+#include "Capture.h"
+
 #include "StreamDependencies.h"
 
 #include <array>
@@ -105,6 +107,8 @@ StreamHandle native_stream(const c10::Stream& stream) {
 }
 
 void synchronize_stream(const c10::Stream& stream) {
+  refuse_while_capturing(stream, "waiting on the host for its work",
+                         kHostSyncAdvice);
   TORCH_BACKEND_CHECK(
       active_runtime().stream_synchronize(native_stream(stream)));
   check_stream_dependencies(stream);

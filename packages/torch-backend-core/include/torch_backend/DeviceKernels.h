@@ -24,7 +24,7 @@
 namespace torch_backend {
 
 // Bumped whenever a descriptor layout or kernel signature changes.
-constexpr int kDeviceKernelsAbiVersion = 7;
+constexpr int kDeviceKernelsAbiVersion = 8;
 
 enum class DType : std::int8_t {
   Bool,
@@ -227,7 +227,11 @@ enum class Reduction : std::int8_t { None = 0, Mean = 1, Sum = 2 };
 // but target of one floating dtype. out: (N) for Reduction::None, else
 // 0-dim; total_weight: 0-dim, the summed weight of the counted targets. A
 // target equal to ignore_index counts nothing; core has checked that every
-// other target lies in [0, C) (IndexError otherwise, as on the CPU).
+// other target lies in [0, C) (IndexError otherwise, as on the CPU), except
+// while a graph is captured: the host cannot read targets or indices then,
+// so a kernel taking them (nll_loss, gather, scatter, index) must fail the
+// stream on a bad one rather than access memory out of range (what CUDA's
+// device-side asserts do).
 struct NllLossCall {
   TensorView out, total_weight, input, target, weight;
   Reduction reduction = Reduction::Mean;
@@ -321,11 +325,16 @@ using BatchNormBackwardKernel = Status (*)(const KernelContext& ctx,
 // fake implements it). out and input share a floating dtype; mask is Bool;
 // all contiguous, same numel. Core draws `seed` from the device generator,
 // so results are reproducible under torch.manual_seed and get/set_rng_state.
+// In a graph (stream capture), `seed_on_device` is set: the kernel reads its
+// seed from that device address when it runs, not from `seed`, so each
+// replay draws fresh numbers (core writes the seeds before every launch, as
+// CUDA's graphs read their Philox offsets from device memory).
 struct DropoutCall {
   TensorView out, mask, input;
   double p = 0.5;
   std::uint64_t seed = 0;
   std::uint64_t offset = 0;
+  const std::uint64_t* seed_on_device = nullptr;
 };
 using DropoutKernel = Status (*)(const KernelContext& ctx,
                                  const DropoutCall& call);

@@ -40,7 +40,7 @@ namespace torch_backend {
 
 // Bumped whenever the layout of DeviceRuntime changes; core refuses a device
 // library built against a different version instead of crashing in it.
-constexpr int kDeviceRuntimeAbiVersion = 6;
+constexpr int kDeviceRuntimeAbiVersion = 7;
 
 using Status = int;
 constexpr Status kSuccess = 0;
@@ -55,6 +55,15 @@ using EventHandle = void*;
 // A physical allocation of device memory, mappable into a reserved range
 // (CUmemGenericAllocationHandle, aclrtDrvMemHandle).
 using PhysicalHandle = void*;
+// Work captured from a stream, launchable as one unit (cudaGraphExec_t,
+// aclmdlRI).
+using GraphHandle = void*;
+
+// How a capture treats calls that could disturb it (cudaStreamCaptureMode,
+// aclmdlRICaptureMode): Global refuses them from any thread, ThreadLocal
+// from the capturing thread, Relaxed only those that conflict with the
+// capture itself (synchronising the capturing stream).
+enum class CaptureMode { Global, ThreadLocal, Relaxed };
 
 enum class CopyKind { HostToDevice, DeviceToHost, DeviceToDevice };
 
@@ -187,6 +196,29 @@ class TORCH_BACKEND_API DeviceRuntime {
   virtual Status vm_map(void* address, std::size_t bytes,
                         PhysicalHandle handle);
   virtual Status vm_unmap(void* address, std::size_t bytes);
+
+  // Graphs: stream capture and replay, as CUDA's stream capture
+  // (cudaStreamBeginCapture, cudaStreamEndCapture + cudaGraphInstantiate,
+  // cudaGraphLaunch, cudaGraphExecDestroy) and CANN's model capture
+  // (aclmdlRICaptureBegin, aclmdlRICaptureEnd, aclmdlRIExecuteAsync,
+  // aclmdlRIDestroy). Between begin and end, work enqueued on `stream` (and
+  // on streams that waited for an event recorded on it while capturing:
+  // they join the capture) is recorded instead of run; end returns it as a
+  // graph. A launch enqueues the whole graph on a stream: it runs with the
+  // same arguments and addresses each time (core keeps the memory fixed).
+  // Synchronising or querying a capturing stream, or a synchronous copy
+  // ordered after it, fails (core refuses them first, naming the op).
+  // Default: kNotSupported, and torch.<device>.graph then raises a clear
+  // error; a runtime that implements capture_begin implements all five.
+  virtual Status capture_begin(StreamHandle stream, CaptureMode mode);
+  virtual Status capture_end(StreamHandle stream, GraphHandle* graph);
+  // Makes a captured graph launchable (cudaGraphInstantiate); runtimes whose
+  // capture yields a launchable graph (CANN, fake) keep the default kSuccess.
+  virtual Status graph_instantiate(GraphHandle graph);
+  virtual Status graph_launch(GraphHandle graph, StreamHandle stream);
+  virtual Status graph_destroy(GraphHandle graph);
+  // *capturing = whether work enqueued on `stream` now would be captured.
+  virtual Status stream_is_capturing(StreamHandle stream, bool* capturing);
 
   // --- errors and capabilities ----------------------------------------------
   virtual std::string error_text(Status status) = 0;

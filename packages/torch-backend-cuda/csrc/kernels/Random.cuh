@@ -44,10 +44,13 @@ struct DropoutFn {
   const T* in;
   double keep;
   std::uint64_t seed, offset;
+  const std::uint64_t* seed_on_device;  // set in graphs: read when it runs
 
   GPU_HD void operator()(std::int64_t i) const {
+    const std::uint64_t key =
+        seed_on_device != nullptr ? *seed_on_device : seed;
     const std::uint64_t counter = offset + static_cast<std::uint64_t>(i);
-    const std::uint32_t word = philox(counter / 4, seed).words[counter % 4];
+    const std::uint32_t word = philox(counter / 4, key).words[counter % 4];
     const float u = static_cast<float>(word >> 8) * (1.0f / 16777216.0f);
     const bool kept = u < keep;
     using C = Compute<T>;
@@ -68,7 +71,8 @@ struct DropoutJob {
                             data_of<const T>(call.input) + call.input.offset,
                             1 - call.p,
                             call.seed,
-                            call.offset};
+                            call.offset,
+                            call.seed_on_device};
       return launch_each(ctx, call.out.numel(), fn);
     }
   }

@@ -83,6 +83,7 @@ std::int64_t device_bytes(const torch::jit::Stack& stack, size_t count) {
 }  // namespace
 
 void copy_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
+  refuse_fallback_while_capturing(op);
   apply_fallback_policy(op);
   const c10::FunctionSchema& schema = op.schema();
   FallbackCallCount count(OpPath::CopyingFallback, op.operator_name());

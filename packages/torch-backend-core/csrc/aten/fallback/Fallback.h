@@ -23,6 +23,11 @@ FallbackPolicy fallback_policy();
 // Applies the policy for `op` (warns or throws NotImplementedError).
 void apply_fallback_policy(const c10::OperatorHandle& op);
 
+// Throws naming `op` if the current stream is capturing a graph: the CPU
+// fallback runs on the host at once, so a graph cannot hold it.
+void refuse_fallback_while_capturing(const char* op);
+void refuse_fallback_while_capturing(const c10::OperatorHandle& op);
+
 // Zero-copy: device tensors are aliased as CPU tensors and fresh outputs are
 // allocated in device memory. Needs host-addressable device memory.
 void host_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack);

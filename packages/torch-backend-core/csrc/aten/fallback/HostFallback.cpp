@@ -123,6 +123,7 @@ at::Tensor result_to_device(const at::Tensor& cpu, c10::Device device,
 }
 
 void host_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
+  refuse_fallback_while_capturing(op);
   apply_fallback_policy(op);
   const FallbackCallCount count(OpPath::ZeroCopyFallback, op.operator_name());
   const c10::FunctionSchema& schema = op.schema();

@@ -6,6 +6,8 @@
 #include <c10/core/DeviceType.h>
 #include <c10/util/Exception.h>
 
+#include "../../runtime/Capture.h"
+#include "../../runtime/Streams.h"
 #include "../../runtime/Warn.h"
 #include "Fallback.h"
 
@@ -29,6 +31,23 @@ FallbackPolicy fallback_policy() {
     return FallbackPolicy::Allow;
   }();
   return policy;
+}
+
+void refuse_fallback_while_capturing(const char* op) {
+  if (!any_capture_in_progress()) {
+    return;
+  }
+  refuse_while_capturing(
+      current_stream(current_device_index()),
+      std::string("'") + op + "' runs on the CPU fallback",
+      "no device kernel takes it: give the op a kernel, or keep it outside "
+      "the captured region");
+}
+
+void refuse_fallback_while_capturing(const c10::OperatorHandle& op) {
+  if (any_capture_in_progress()) {
+    refuse_fallback_while_capturing(c10::toString(op.operator_name()).c_str());
+  }
 }
 
 void apply_fallback_policy(const c10::OperatorHandle& op) {

@@ -59,6 +59,7 @@ struct Unboxed<Op, at::Tensor(Args...)> {
   static inline const char* op_name = "";  // set at registration
 
   static at::Tensor call(Args... args) {
+    refuse_fallback_while_capturing(op_name);
     const FallbackCallCount count(OpPath::ZeroCopyFallback, op_name);
     const c10::Device device = device_of(args...);
     c10::DeviceGuard guard(device);
@@ -80,6 +81,7 @@ struct Unboxed<Op, at::Tensor&(at::Tensor&, Rest...)> {
   static inline const char* op_name = "";  // set at registration
 
   static at::Tensor& call(at::Tensor& self, Rest... rest) {
+    refuse_fallback_while_capturing(op_name);
     const FallbackCallCount count(OpPath::ZeroCopyFallback, op_name);
     const c10::Device device = device_of(self, rest...);
     c10::DeviceGuard guard(device);

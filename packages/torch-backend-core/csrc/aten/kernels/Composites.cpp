@@ -3,23 +3,33 @@
 // few kernels) instead of taking the copying fallback with their whole
 // inputs: `_safe_softmax` (every attention with dropout on PyTorch's math
 // path runs it over the scores), `mse_loss`, and `tril`/`triu` (the causal
-// mask of that path, built on every call). Each is registered only where
-// the backend has every kernel it uses; the results are those of ATen's own
-// definitions.
+// mask of that path, built on every call), and `pow.Scalar` (a number raised
+// to a tensor: Adam's bias corrections with capturable=True, on every step)
+// and `lerp` by a number (Adam's and AdamW's first moment, every step). Each is
+// registered only where the backend has every kernel it uses; the results are
+// those of ATen's own definitions.
+#include <ATen/ScalarOps.h>
 #include <ATen/core/Reduction.h>
+#include <ATen/native/Resize.h>
 #include <ATen/ops/_softmax.h>
+#include <ATen/ops/add.h>
 #include <ATen/ops/amax.h>
 #include <ATen/ops/arange.h>
+#include <ATen/ops/empty.h>
 #include <ATen/ops/eq.h>
+#include <ATen/ops/exp.h>
 #include <ATen/ops/gt.h>
 #include <ATen/ops/lt.h>
 #include <ATen/ops/masked_fill.h>
 #include <ATen/ops/mean.h>
 #include <ATen/ops/mul.h>
+#include <ATen/ops/ones_like.h>
+#include <ATen/ops/pow.h>
 #include <ATen/ops/sub.h>
 #include <ATen/ops/sum.h>
 #include <torch/library.h>
 
+#include <cmath>
 #include <limits>
 
 #include "KernelTable.h"
@@ -117,6 +127,84 @@ bool triangle_composable() {
   return has_elementwise({"arange", "sub", "gt", "lt", "masked_fill", "copy"});
 }
 
+// ATen's lerp by a number: start + weight * (end - start) for |weight| < 0.5,
+// else end - (end - start) * (1 - weight), the form that is exact at 1.
+Tensor& lerp_scalar_out(const Tensor& self, const Tensor& end,
+                        const c10::Scalar& weight, Tensor& out) {
+  TORCH_CHECK(self.scalar_type() == end.scalar_type(), "expected dtype ",
+              self.scalar_type(), " for `end` but got dtype ",
+              end.scalar_type());
+  const Tensor difference = at::sub(end, self);
+  const double w = weight.toDouble();
+  if (std::abs(w) < 0.5) {
+    return at::add_out(out, self, difference, weight);
+  }
+  return at::sub_out(out, end, difference, 1.0 - w);
+}
+
+Tensor lerp_scalar(const Tensor& self, const Tensor& end,
+                   const c10::Scalar& weight) {
+  Tensor out = at::empty({0}, self.options());
+  return lerp_scalar_out(self, end, weight, out);
+}
+
+Tensor& lerp_scalar_(Tensor& self, const Tensor& end,
+                     const c10::Scalar& weight) {
+  return lerp_scalar_out(self, end, weight, self);
+}
+
+bool lerp_composable() { return has_elementwise({"add", "sub"}); }
+
+std::optional<c10::OperatorHandle> pow_scalar_op, pow_scalar_out_op;
+
+// base ** exponent as ATen defines it: the tensor power with the base as a
+// wrapped number (the same type promotion); without a pow kernel, 1 for base
+// 1 and a positive base as exp(exponent * log(base)) (the log taken on the
+// host, in double); any other base on the fallback.
+bool pow_on_device(const c10::Scalar& base) {
+  return elementwise_kernel("pow") != nullptr ||
+         (!base.isComplex() && base.toDouble() > 0);
+}
+
+Tensor pow_scalar_base_on_device(const c10::Scalar& base,
+                                 const Tensor& exponent) {
+  if (elementwise_kernel("pow") != nullptr) {
+    return at::pow(at::native::wrapped_scalar_tensor(base), exponent);
+  }
+  const at::ScalarType dtype = at::result_type(base, exponent);
+  if (base.equal(1.0)) {
+    return at::ones_like(exponent, exponent.options().dtype(dtype));
+  }
+  const Tensor scaled = at::mul(exponent, std::log(base.toDouble()));
+  return at::exp(dtype == scaled.scalar_type() ? scaled : scaled.to(dtype));
+}
+
+Tensor pow_scalar_base(const c10::Scalar& base, const Tensor& exponent) {
+  if (pow_on_device(base)) {
+    return pow_scalar_base_on_device(base, exponent);
+  }
+  torch::jit::Stack stack{base, exponent};
+  fall_back(*pow_scalar_op, stack);
+  return stack[0].toTensor();
+}
+
+Tensor& pow_scalar_base_out(const c10::Scalar& base, const Tensor& exponent,
+                            Tensor& out) {
+  if (!pow_on_device(base)) {
+    torch::jit::Stack stack{base, exponent, out};
+    fall_back(*pow_scalar_out_op, stack);
+    return out;
+  }
+  const Tensor result = pow_scalar_base_on_device(base, exponent);
+  at::native::resize_output(out, result.sizes());
+  return out.copy_(result);
+}
+
+bool pow_scalar_base_composable() {
+  return has_elementwise({"pow", "copy"}) ||
+         has_elementwise({"exp", "mul", "fill", "copy"});
+}
+
 std::vector<std::string> register_composite_kernels(torch::Library& aten) {
   std::vector<std::string> registered;
   if (safe_softmax_composable()) {
@@ -132,6 +220,19 @@ std::vector<std::string> register_composite_kernels(torch::Library& aten) {
     impl_if_listed(aten, registered, "triu", TORCH_FN(triangle<false>));
     impl_if_listed(aten, registered, "tril_", TORCH_FN(triangle_<true>));
     impl_if_listed(aten, registered, "triu_", TORCH_FN(triangle_<false>));
+  }
+  if (lerp_composable() && elementwise_kernel("lerp_scalar") == nullptr) {
+    impl_if_listed(aten, registered, "lerp.Scalar", TORCH_FN(lerp_scalar));
+    impl_if_listed(aten, registered, "lerp.Scalar_out",
+                   TORCH_FN(lerp_scalar_out));
+    impl_if_listed(aten, registered, "lerp_.Scalar", TORCH_FN(lerp_scalar_));
+  }
+  if (pow_scalar_base_composable()) {
+    pow_scalar_op = find_op("pow.Scalar");
+    pow_scalar_out_op = find_op("pow.Scalar_out");
+    impl_if_listed(aten, registered, "pow.Scalar", TORCH_FN(pow_scalar_base));
+    impl_if_listed(aten, registered, "pow.Scalar_out",
+                   TORCH_FN(pow_scalar_base_out));
   }
   return registered;
 }

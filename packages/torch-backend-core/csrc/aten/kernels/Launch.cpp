@@ -15,6 +15,7 @@
 #include <optional>
 #include <type_traits>
 
+#include "../../runtime/Capture.h"
 #include "../../runtime/Streams.h"
 #include "../fallback/Fallback.h"
 
@@ -166,6 +167,12 @@ void fall_back(const c10::OperatorHandle& op, torch::jit::Stack& stack) {
 std::optional<int64_t> first_out_of_range(const at::Tensor& index, int64_t size,
                                           std::optional<int64_t> ignore) {
   if (index.numel() == 0) {
+    return std::nullopt;
+  }
+  // A capture records work instead of running it, so the host cannot read
+  // the indices: the kernel meets a bad one when it runs (DeviceKernels.h),
+  // as CUDA's device-side asserts do in a graph.
+  if (is_capturing(current_stream(index.device().index()))) {
     return std::nullopt;
   }
   // lt(0) and ge(size) never hold together: ne is their "or".

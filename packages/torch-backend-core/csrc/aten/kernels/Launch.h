@@ -156,7 +156,8 @@ void impl_if_listed(torch::Library& aten, std::vector<std::string>& registered,
 }
 
 // The first entry of `index` outside [0, size) other than `ignore`, if any:
-// one synchronising check on the device, for the errors the CPU raises.
+// one synchronising check on the device, for the errors the CPU raises
+// (none while the stream is captured: the kernel checks then).
 std::optional<int64_t> first_out_of_range(const at::Tensor& index, int64_t size,
                                           std::optional<int64_t> ignore);
 

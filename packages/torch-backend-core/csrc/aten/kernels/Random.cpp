@@ -15,6 +15,7 @@
 
 #include <torch_backend/Generator.h>
 
+#include "../GraphRandom.h"
 #include "KernelTable.h"
 #include "Launch.h"
 #include "OpTable.h"
@@ -25,14 +26,6 @@ namespace {
 using at::Tensor;
 
 std::optional<c10::OperatorHandle> dropout_op;
-
-uint64_t draw_seed(c10::DeviceIndex device) {
-  at::Generator generator = default_generator(device);  // shares the state
-  std::lock_guard<std::mutex> lock(generator.mutex());
-  // Device generators are CPU engines labelled as the device's (Generator.cpp).
-  return static_cast<at::CPUGeneratorImpl*>(generator.unsafeGetGeneratorImpl())
-      ->random64();
-}
 
 std::tuple<Tensor, Tensor> native_dropout(const Tensor& input, double p,
                                           std::optional<bool> train) {
@@ -55,7 +48,8 @@ std::tuple<Tensor, Tensor> native_dropout(const Tensor& input, double p,
   call.mask = view_of(mask);
   call.input = view_of(x);
   call.p = p;
-  call.seed = draw_seed(input.device().index());
+  // In a graph: a slot each replay refills (GraphRandom.h).
+  call.seed = kernel_seed(input.device().index(), &call.seed_on_device);
   TORCH_CHECK(
       kernel_ran(dropout_kernel()(kernel_context(input.device()), call)),
       "the device's dropout kernel declined dtype ", input.scalar_type());

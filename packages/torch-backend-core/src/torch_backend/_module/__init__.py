@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import types
 
-from torch_backend._module import _devices, _memory, _random, _snapshot, _streams
+from torch_backend._module import _devices, _graphs, _memory, _random, _snapshot, _streams
 
-_SUBMODULES = (_devices, _memory, _random, _streams)
+_SUBMODULES = (_devices, _graphs, _memory, _random, _streams)
 
 
 def make_device_module(device_name: str) -> types.ModuleType:
@@ -26,4 +26,9 @@ def make_device_module(device_name: str) -> types.ModuleType:
         for name in source.__all__:
             setattr(memory, name, getattr(source, name))
     module.memory = memory
+    # torch.<device>.graphs, as torch.cuda.graphs.
+    graphs = types.ModuleType(f"torch.{device_name}.graphs", "Graph capture and replay (torch-backend).")
+    for name in _graphs.__all__:
+        setattr(graphs, name, getattr(_graphs, name))
+    module.graphs = graphs
     return module

@@ -28,7 +28,7 @@ import torch
 from torch import nn
 
 from torch_backend.bench._chart import plot
-from torch_backend.bench.separate import alternate
+from torch_backend.bench.separate import add_process_arguments, alternate, device_under_test
 
 Step = Callable[[], object]
 MODULE = "torch_backend.bench.reference"
@@ -257,17 +257,12 @@ def profile_case(case: ReferenceCase, device_name: str, reference: str, quick: b
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--device", help="the backend's device type (default: the active backend)")
+    add_process_arguments(parser, pairs="device/reference", repeats=5, json_name="reference.json")
     parser.add_argument("--reference", default="cuda", help="the device to compare with (default: cuda)")
-    parser.add_argument("--rounds", type=int, default=5, help="process pairs per case")
-    parser.add_argument("--repeats", type=int, default=5, help="timings per process (best is kept)")
-    parser.add_argument("--quick", action="store_true", help="smoke mode: tiny sizes, one round, figures meaningless")
-    parser.add_argument("--json", default="bench-results/reference.json")
     parser.add_argument("--case", action="append", help="run only cases whose name contains this")
     parser.add_argument(
         "--profile", action="store_true", help="instead of timing: each case's ops by time on both devices"
     )
-    parser.add_argument("--worker", help=argparse.SUPPRESS)
     parser.add_argument("--profile-worker", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.worker:
@@ -276,13 +271,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.profile_worker:
         print(profile_worker(args.profile_worker, args.device, args.quick))
         return 0
-    import torch_backend
-
-    active = torch_backend.active_backend()
-    device_name = args.device or (active.name if active else None)
-    if device_name is None:
-        parser.error("no backend is active; pass --device")
-    rounds, repeats = (1, 1) if args.quick else (args.rounds, args.repeats)
+    device_name, rounds, repeats = device_under_test(args, parser)
     cases = [c for c in CASES if not args.case or any(k in c.name for k in args.case)]
     if args.profile:
         return 0 if all([profile_case(c, device_name, args.reference, args.quick) for c in cases]) else 1

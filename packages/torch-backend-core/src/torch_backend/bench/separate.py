@@ -198,6 +198,37 @@ def alternate(
     return (statistics.median(device_times), statistics.median(reference_times), *median_and_spread(ratios))
 
 
+def add_process_arguments(parser: argparse.ArgumentParser, *, pairs: str, repeats: int, json_name: str) -> None:
+    """The options every separate-process benchmark takes: --device, --rounds, --repeats, --quick, --json and
+    the hidden --worker its own processes are started with."""
+    parser.add_argument("--device", help="the backend's device type (default: the active backend)")
+    parser.add_argument("--rounds", type=int, default=5, help=f"{pairs} process pairs per case")
+    parser.add_argument("--repeats", type=int, default=repeats, help="timings per process (best is kept)")
+    parser.add_argument("--quick", action="store_true", help="smoke mode for CI: figures meaningless")
+    parser.add_argument("--json", default=f"bench-results/{json_name}")
+    parser.add_argument("--worker", help=argparse.SUPPRESS)
+
+
+def device_under_test(args: argparse.Namespace, parser: argparse.ArgumentParser) -> tuple[str, int, int]:
+    """The device type (--device, else the active backend's) and the rounds and repeats to run (one each
+    with --quick)."""
+    import torch_backend
+
+    active = torch_backend.active_backend()
+    device_name = args.device or (active.name if active else None)
+    if device_name is None:
+        parser.error("no backend is active; pass --device")
+    return device_name, *((1, 1) if args.quick else (args.rounds, args.repeats))
+
+
+def write_results(results: list, path: str) -> Path:
+    """The results (dataclasses with a ``met`` property) as JSON at ``path``, its folder made."""
+    out = Path(path)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps([asdict(r) | {"met": r.met} for r in results], indent=2))
+    return out
+
+
 def measure(case: SeparateCase, device_name: str, rounds: int, repeats: int) -> SeparateResult:
     timings = alternate("torch_backend.bench.separate", case.name, device_name, "cpu", rounds, repeats)
     return SeparateResult(case.name, *timings, case.target)
@@ -205,24 +236,13 @@ def measure(case: SeparateCase, device_name: str, rounds: int, repeats: int) -> 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--device", help="device type (default: the active backend)")
-    parser.add_argument("--rounds", type=int, default=5, help="device/CPU process pairs per case")
-    parser.add_argument("--repeats", type=int, default=7, help="timings per process (best is kept)")
-    parser.add_argument("--quick", action="store_true", help="smoke mode for CI: figures meaningless")
-    parser.add_argument("--json", default="bench-results/separate.json")
+    add_process_arguments(parser, pairs="device/CPU", repeats=7, json_name="separate.json")
     parser.add_argument("--case", action="append", help="run only cases whose name contains this")
-    parser.add_argument("--worker", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.worker:
         print(worker(args.worker, args.device, args.repeats))
         return 0
-    import torch_backend
-
-    active = torch_backend.active_backend()
-    device_name = args.device or (active.name if active else None)
-    if device_name is None:
-        parser.error("no backend is active; pass --device")
-    rounds, repeats = (1, 1) if args.quick else (args.rounds, args.repeats)
+    device_name, rounds, repeats = device_under_test(args, parser)
     cases = [c for c in CASES if not args.case or any(k in c.name for k in args.case)]
     results = [measure(case, device_name, rounds, repeats) for case in cases]
     # extra: what the device path costs beyond CPU eager per step / op. With fake's kernels inline
@@ -235,9 +255,7 @@ def main(argv: list[str] | None = None) -> int:
             f"{r.case:<34}{r.device_s * 1e6:>12.2f}{r.cpu_s * 1e6:>12.2f}{(r.device_s - r.cpu_s) * 1e6:>12.2f}"
             f"{r.ratio:>8.2f}{r.spread:>8.2f}{'<=':>4}{r.target:>6.2f}  {'yes' if r.met else 'NO'}"
         )
-    out = Path(args.json)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps([asdict(r) | {"met": r.met} for r in results], indent=2))
+    out = write_results(results, args.json)
     chart = out.with_suffix(".png")
     xlabel = f"{device_name} vs CPU, separate processes (device time / CPU time, lower is better)"
     if plot(results, chart, xlabel):

@@ -4,6 +4,7 @@
 #define TORCH_BACKEND_NPU_ACL_H_
 
 #include "acl/acl_base.h"
+#include "acl/acl_mdl.h"
 #include "acl/acl_rt.h"
 
 #ifdef __cplusplus
