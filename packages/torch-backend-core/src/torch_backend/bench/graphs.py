@@ -8,12 +8,16 @@ end, so it counts the device's own work too. Ratios are per round (graph / eager
 its repeats), reported as median and interquartile spread.
 
 On fake, run with its device kernels (``TORCH_BACKEND_FAKE_KERNELS=1``), in either memory mode
-(``TORCH_BACKEND_FAKE_DISCRETE=1``).
+(``TORCH_BACKEND_FAKE_DISCRETE=1``). Both processes run with one OpenMP thread: fake's kernels are
+ATen's CPU kernels on its stream's thread, and a simulated device whose kernels spread over the
+host's cores competes with the host it is meant to relieve (on two cores, measured: replays 1.1-1.5x
+the eager step with OpenMP's default threads, 0.18x with one).
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -137,6 +141,7 @@ def main(argv: list[str] | None = None) -> int:
         print(worker(args.worker, args.device, args.repeats, args.mode == "graph"))
         return 0
     device_name, rounds, repeats = device_under_test(args, parser)
+    os.environ["OMP_NUM_THREADS"] = "1"  # the workers' (see the module's doc)
     results = [measure(case, device_name, rounds, repeats) for case in CASES]
     print(f"{'case (separate processes)':<34}{'eager (us)':>12}{'graph (us)':>12}{'ratio':>8}{'spread':>8}"
           f"{'target':>10}  met?")  # fmt: skip
