@@ -23,7 +23,6 @@
 #include <ATen/ops/masked_fill.h>
 #include <ATen/ops/mean.h>
 #include <ATen/ops/mul.h>
-#include <ATen/ops/ones_like.h>
 #include <ATen/ops/pow.h>
 #include <ATen/ops/sub.h>
 #include <ATen/ops/sum.h>
@@ -155,55 +154,18 @@ Tensor& lerp_scalar_(Tensor& self, const Tensor& end,
 
 bool lerp_composable() { return has_elementwise({"add", "sub"}); }
 
-std::optional<c10::OperatorHandle> pow_scalar_op, pow_scalar_out_op;
-
-// base ** exponent as ATen defines it: the tensor power with the base as a
-// wrapped number (the same type promotion); without a pow kernel, 1 for base
-// 1 and a positive base as exp(exponent * log(base)) (the log taken on the
-// host, in double); any other base on the fallback.
-bool pow_on_device(const c10::Scalar& base) {
-  return elementwise_kernel("pow") != nullptr ||
-         (!base.isComplex() && base.toDouble() > 0);
-}
-
-Tensor pow_scalar_base_on_device(const c10::Scalar& base,
-                                 const Tensor& exponent) {
-  if (elementwise_kernel("pow") != nullptr) {
-    return at::pow(at::native::wrapped_scalar_tensor(base), exponent);
-  }
-  const at::ScalarType dtype = at::result_type(base, exponent);
-  if (base.equal(1.0)) {
-    return at::ones_like(exponent, exponent.options().dtype(dtype));
-  }
-  const Tensor scaled = at::mul(exponent, std::log(base.toDouble()));
-  return at::exp(dtype == scaled.scalar_type() ? scaled : scaled.to(dtype));
-}
-
+// base ** exponent as ATen computes it: the tensor power with the base as a
+// wrapped number (the same type promotion), on the backend's pow kernel.
 Tensor pow_scalar_base(const c10::Scalar& base, const Tensor& exponent) {
-  if (pow_on_device(base)) {
-    return pow_scalar_base_on_device(base, exponent);
-  }
-  torch::jit::Stack stack{base, exponent};
-  fall_back(*pow_scalar_op, stack);
-  return stack[0].toTensor();
+  return at::pow(at::native::wrapped_scalar_tensor(base), exponent);
 }
 
 Tensor& pow_scalar_base_out(const c10::Scalar& base, const Tensor& exponent,
                             Tensor& out) {
-  if (!pow_on_device(base)) {
-    torch::jit::Stack stack{base, exponent, out};
-    fall_back(*pow_scalar_out_op, stack);
-    return out;
-  }
-  const Tensor result = pow_scalar_base_on_device(base, exponent);
-  at::native::resize_output(out, result.sizes());
-  return out.copy_(result);
+  return at::pow_out(out, at::native::wrapped_scalar_tensor(base), exponent);
 }
 
-bool pow_scalar_base_composable() {
-  return has_elementwise({"pow", "copy"}) ||
-         has_elementwise({"exp", "mul", "fill", "copy"});
-}
+bool pow_scalar_base_composable() { return has_elementwise({"pow"}); }
 
 std::vector<std::string> register_composite_kernels(torch::Library& aten) {
   std::vector<std::string> registered;
@@ -228,8 +190,6 @@ std::vector<std::string> register_composite_kernels(torch::Library& aten) {
     impl_if_listed(aten, registered, "lerp_.Scalar", TORCH_FN(lerp_scalar_));
   }
   if (pow_scalar_base_composable()) {
-    pow_scalar_op = find_op("pow.Scalar");
-    pow_scalar_out_op = find_op("pow.Scalar_out");
     impl_if_listed(aten, registered, "pow.Scalar", TORCH_FN(pow_scalar_base));
     impl_if_listed(aten, registered, "pow.Scalar_out",
                    TORCH_FN(pow_scalar_base_out));
