@@ -171,11 +171,7 @@ class FakeRuntime final : public torch_backend::DeviceRuntime {
   Status stream_wait_event(StreamHandle stream, EventHandle event) override {
     FAKE_FAULT_POINT(Operation::StreamWaitEvent, stream_of(stream)->device);
     EventRef e = share(event);
-    fake::RecordingRef captured;
-    {
-      std::lock_guard<std::mutex> lock(e->mutex);
-      captured = e->captured_in.lock();
-    }
+    const fake::RecordingRef captured = e->capture();
     if (captured != nullptr &&
         machine_.join_capture(*stream_of(stream), captured)) {
       return kSuccess;  // the capture's order already puts the record first
@@ -206,26 +202,7 @@ class FakeRuntime final : public torch_backend::DeviceRuntime {
 
   Status event_record(EventHandle event, StreamHandle stream) override {
     FAKE_FAULT_POINT(Operation::EventRecord, stream_of(stream)->device);
-    fake::Stream* target = stream_of(stream);
-    EventRef e = share(event);
-    fake::RecordingRef recording = target->recording();
-    {
-      std::lock_guard<std::mutex> lock(e->mutex);
-      e->captured_in = recording;
-    }
-    if (recording != nullptr) {
-      // Recorded at each launch of the graph, not now (as in CUDA).
-      recording->add([e] {
-        std::uint64_t generation = 0;
-        {
-          std::lock_guard<std::mutex> lock(e->mutex);
-          generation = ++e->recorded;
-        }
-        e->complete(generation, [] {});
-      });
-      return kSuccess;
-    }
-    e->record_on(*target, e);
+    event_of(event).record_on(*stream_of(stream), share(event));
     return kSuccess;
   }
 

@@ -237,10 +237,25 @@ void Event::wait_for(std::uint64_t generation) {
 }
 
 void Event::record_on(Stream& stream, const std::shared_ptr<Event>& self) {
+  RecordingRef recording = stream.recording();
   std::uint64_t generation = 0;
   {
     std::lock_guard<std::mutex> lock(mutex);
-    generation = ++recorded;
+    captured_in = recording;
+    if (recording == nullptr) {
+      generation = ++recorded;
+    }
+  }
+  if (recording != nullptr) {
+    recording->add([self] {
+      std::uint64_t launched = 0;
+      {
+        std::lock_guard<std::mutex> lock(self->mutex);
+        launched = ++self->recorded;
+      }
+      self->complete(launched, [] {});
+    });
+    return;
   }
   stream.enqueue_marker(
       [self, generation](const std::function<void()>& count_done) {
@@ -609,12 +624,13 @@ Status Machine::refuse_if_capturing(int device, Stream* stream) {
   return kSuccess;
 }
 
+RecordingRef Event::capture() {
+  std::lock_guard<std::mutex> lock(mutex);
+  return captured_in.lock();
+}
+
 bool in_open_capture(Event& event) {
-  RecordingRef recording;
-  {
-    std::lock_guard<std::mutex> lock(event.mutex);
-    recording = event.captured_in.lock();
-  }
+  const RecordingRef recording = event.capture();
   if (recording == nullptr) {
     return false;
   }

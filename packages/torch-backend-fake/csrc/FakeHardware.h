@@ -178,8 +178,12 @@ struct Event {
   void complete(std::uint64_t generation,
                 const std::function<void()>& count_done);
   void wait_for(std::uint64_t generation);
-  // Records the work `stream` has so far; returns when that is enqueued.
+  // Records the work `stream` has so far; returns when that is enqueued. On
+  // a capturing stream it is recorded at each launch of the graph instead
+  // (as in CUDA).
   void record_on(Stream& stream, const std::shared_ptr<Event>& self);
+  // The capture it was last recorded in, if that still exists.
+  std::shared_ptr<Recording> capture();
   // The generation last recorded (0: never).
   std::uint64_t last_recorded();
 

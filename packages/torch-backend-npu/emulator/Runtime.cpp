@@ -141,6 +141,19 @@ aclError device_of_thread(const char* call, int* device) {
   return ACL_SUCCESS;
 }
 
+namespace {
+
+// Every stream of `device`, its default stream included.
+std::vector<Stream*> streams_of_device(int index) {
+  Device& device = state().devices[index];
+  const std::lock_guard<std::mutex> lock(device.mutex);
+  std::vector<Stream*> streams(device.streams.begin(), device.streams.end());
+  streams.push_back(device.default_stream);
+  return streams;
+}
+
+}  // namespace
+
 Stream* stream_of(aclrtStream stream, int device) {
   if (stream != nullptr) {
     return static_cast<Stream*>(stream);
@@ -319,13 +332,7 @@ aclError aclrtSynchronizeDevice(void) {
           device_of_thread("aclrtSynchronizeDevice", &index)) {
     return status;
   }
-  Device& device = state().devices[index];
-  std::vector<Stream*> streams;
-  {
-    const std::lock_guard<std::mutex> lock(device.mutex);
-    streams.assign(device.streams.begin(), device.streams.end());
-    streams.push_back(device.default_stream);
-  }
+  const std::vector<Stream*> streams = streams_of_device(index);
   for (Stream* stream : streams) {
     if (const aclError refused =
             refuse_if_capturing(stream, "aclrtSynchronizeDevice")) {
@@ -702,17 +709,9 @@ aclError aclrtMemcpy(void* dst, size_t destMax, const void* src, size_t count,
     return ACL_ERROR_RT_INTERNAL_ERROR;
   }
   // Synchronous: not allowed while a stream of the device is captured.
-  {
-    Device& device = state().devices[index];
-    std::vector<Stream*> streams;
-    {
-      const std::lock_guard<std::mutex> lock(device.mutex);
-      streams.assign(device.streams.begin(), device.streams.end());
-    }
-    for (Stream* stream : streams) {
-      if (const aclError refused = refuse_if_capturing(stream, "aclrtMemcpy")) {
-        return refused;
-      }
+  for (Stream* stream : streams_of_device(index)) {
+    if (const aclError refused = refuse_if_capturing(stream, "aclrtMemcpy")) {
+      return refused;
     }
   }
   void* to = nullptr;

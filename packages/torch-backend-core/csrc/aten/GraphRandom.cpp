@@ -18,7 +18,6 @@ namespace {
 
 // Enough for every dropout of a large model's step; 32 KiB of device memory.
 constexpr std::int64_t kSlots = 4096;
-constexpr int kMaxDevices = 64;
 
 std::array<std::atomic<CapturedSeeds*>, kMaxDevices> capturing{};
 
@@ -42,7 +41,7 @@ const std::uint64_t* CapturedSeeds::next_slot() {
   return base + taken_++;
 }
 
-void CapturedSeeds::refill(const c10::Stream& stream) {
+void CapturedSeeds::refill() {
   if (taken_ == 0) {
     return;
   }
@@ -54,15 +53,7 @@ void CapturedSeeds::refill(const c10::Stream& stream) {
   for (std::int64_t i = 0; i < taken_; ++i) {
     values[i] = draw(device);
   }
-  const c10::Stream previous = current_stream(device);
-  set_current_stream(stream);
-  try {
-    slots_.narrow(0, 0, taken_).copy_(draws, /*non_blocking=*/true);
-  } catch (...) {
-    set_current_stream(previous);
-    throw;
-  }
-  set_current_stream(previous);
+  slots_.narrow(0, 0, taken_).copy_(draws, /*non_blocking=*/true);
 }
 
 void set_capturing_seeds(c10::DeviceIndex device, CapturedSeeds* seeds) {
@@ -79,12 +70,10 @@ CapturedSeeds* capturing_seeds(c10::DeviceIndex device) {
 
 std::uint64_t kernel_seed(c10::DeviceIndex device, const std::uint64_t** slot) {
   *slot = nullptr;
-  if (any_capture_in_progress()) {
-    CapturedSeeds* seeds = capturing_seeds(device);
-    if (seeds != nullptr && is_capturing(current_stream(device))) {
-      *slot = seeds->next_slot();
-      return 0;
-    }
+  CapturedSeeds* seeds = capturing_seeds(device);  // set only while capturing
+  if (seeds != nullptr && is_capturing(current_stream(device))) {
+    *slot = seeds->next_slot();
+    return 0;
   }
   return draw(device);
 }

@@ -22,9 +22,9 @@ class CapturedSeeds {
 
   // The device address of the next free slot. Throws once all are taken.
   const std::uint64_t* next_slot();
-  // Draws one seed per slot taken and copies them into the slots on
-  // `stream`, ahead of the graph's launch there.
-  void refill(const c10::Stream& stream);
+  // Draws one seed per slot taken and copies them into the slots on the
+  // current stream of their device, ahead of the graph's launch there.
+  void refill();
 
  private:
   at::Tensor slots_;

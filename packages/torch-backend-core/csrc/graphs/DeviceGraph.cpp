@@ -32,14 +32,7 @@ DeviceGraph::~DeviceGraph() {
   // Dropped mid-capture (an exception unwound past it): end the capture so
   // the stream works again, keeping nothing.
   if (capture_stream_) {
-    try {
-      c10::DeviceGuard guard(device_);
-      const c10::Stream stream = *capture_stream_;
-      release_capture_state();
-      GraphHandle graph = end_capture(stream);
-      (void)active_runtime().graph_destroy(graph);
-    } catch (...) {  // NOLINT(bugprone-empty-catch): a destructor reports none
-    }
+    abandon_capture();
   }
   try {
     reset();
@@ -53,6 +46,16 @@ void DeviceGraph::release_capture_state() noexcept {
   try {
     end_allocate_to_pool(device_.index());
   } catch (...) {  // NOLINT(bugprone-empty-catch): the device is gone
+  }
+}
+
+void DeviceGraph::abandon_capture() noexcept {
+  const c10::Stream stream = *capture_stream_;
+  release_capture_state();
+  try {
+    c10::DeviceGuard guard(device_);
+    (void)active_runtime().graph_destroy(end_capture(stream));
+  } catch (...) {  // NOLINT(bugprone-empty-catch): what failed was the capture
   }
 }
 
@@ -89,8 +92,7 @@ void DeviceGraph::capture_begin(c10::MempoolId_t pool, CaptureMode mode) {
   try {
     seeds_ = std::make_unique<CapturedSeeds>(device_);
   } catch (...) {
-    release_capture_state();
-    (void)active_runtime().graph_destroy(end_capture(stream));
+    abandon_capture();
     reset();
     throw;
   }
@@ -134,12 +136,11 @@ void DeviceGraph::replay() {
               "frees it)");
   instantiate();
   c10::DeviceGuard guard(device_);
-  const c10::Stream stream = current_stream(device_.index());
   if (seeds_) {
-    seeds_->refill(stream);
+    seeds_->refill();  // on the current stream, before the launch there
   }
-  TORCH_BACKEND_CHECK(
-      active_runtime().graph_launch(graph_, native_stream(stream)));
+  TORCH_BACKEND_CHECK(active_runtime().graph_launch(
+      graph_, native_stream(current_stream(device_.index()))));
 }
 
 void DeviceGraph::reset() {

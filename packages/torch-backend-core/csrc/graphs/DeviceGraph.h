@@ -49,6 +49,9 @@ class DeviceGraph {
 
  private:
   void release_capture_state() noexcept;
+  // Ends the capture in progress keeping nothing, errors swallowed: for an
+  // exception (or a destructor) already on its way.
+  void abandon_capture() noexcept;
 
   const bool keep_graph_;
   bool debug_ = false;

@@ -661,29 +661,32 @@ void DeviceCachingAllocator::release_segment(Block* block) {
   recycle(block);
 }
 
+void DeviceCachingAllocator::release_free_segments(BlockPool& pool) {
+  std::vector<Block*> whole;
+  std::vector<Block*> expandable;
+  for (Block* block : pool.blocks) {
+    if (block->expandable != nullptr) {
+      expandable.push_back(block);
+    } else if (!block->is_split()) {
+      whole.push_back(block);
+    }
+  }
+  for (Block* block : whole) {
+    release_segment(block);
+  }
+  for (Block* block : expandable) {
+    unmap_free_pages(block);
+  }
+}
+
 void DeviceCachingAllocator::release_cached_blocks() {
   process_events(/*wait=*/true);
   flush_bins();
   c10::DeviceGuard guard(device_of(device_));
   // Like cudaFree: no enqueued work may still use memory handed back.
   TORCH_BACKEND_CHECK(active_runtime().synchronize_device());
-  for (BlockPool* pool : {&small_pool_, &large_pool_}) {
-    std::vector<Block*> whole;
-    std::vector<Block*> expandable;
-    for (Block* block : pool->blocks) {
-      if (block->expandable != nullptr) {
-        expandable.push_back(block);
-      } else if (!block->is_split()) {
-        whole.push_back(block);
-      }
-    }
-    for (Block* block : whole) {
-      release_segment(block);
-    }
-    for (Block* block : expandable) {
-      unmap_free_pages(block);
-    }
-  }
+  release_free_segments(small_pool_);
+  release_free_segments(large_pool_);
   release_unused_private_pools();
   // Ranges no longer grown and with nothing mapped go back too.
   expandable_segments_.erase(
@@ -784,17 +787,8 @@ void DeviceCachingAllocator::release_unused_private_pools() {
       ++it;
       continue;
     }
-    for (BlockPool* blocks : {&pool.small, &pool.large}) {
-      std::vector<Block*> whole;
-      for (Block* block : blocks->blocks) {
-        if (!block->is_split()) {
-          whole.push_back(block);
-        }
-      }
-      for (Block* block : whole) {
-        release_segment(block);
-      }
-    }
+    release_free_segments(pool.small);
+    release_free_segments(pool.large);
     // Kept while a tensor from it is alive: its blocks point at the pool.
     const bool has_segments = std::any_of(
         segment_heads_.begin(), segment_heads_.end(), [&](const auto& entry) {

@@ -97,6 +97,9 @@ class DeviceCachingAllocator {
   void trace(MemoryTraceEntry::Action action, const Block* block);
   void process_events(bool wait);
   void release_cached_blocks();
+  // Gives `pool`'s wholly free segments back to the runtime, and the whole
+  // pages of its free expandable blocks (the device is synchronised).
+  void release_free_segments(BlockPool& pool);
   void release_segment(Block* block);
   void garbage_collect();
   [[noreturn]] void raise_out_of_memory(size_t size, size_t segment,

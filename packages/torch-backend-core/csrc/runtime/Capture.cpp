@@ -20,8 +20,6 @@ struct CaptureRecord {
   std::string failure;  // why a refused call invalidated it; empty: fine
 };
 
-constexpr int kMaxDevices = 64;
-
 std::mutex captures_mutex;
 std::array<std::optional<CaptureRecord>, kMaxDevices> captures;  // per device
 std::atomic<int> in_progress{0};

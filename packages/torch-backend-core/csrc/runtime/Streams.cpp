@@ -16,7 +16,6 @@
 namespace torch_backend {
 namespace {
 
-constexpr int kMaxDevices = 64;
 constexpr int kPoolSize = 8;         // streams per priority class
 constexpr int kPriorityClasses = 2;  // normal, high
 

@@ -9,6 +9,9 @@
 
 namespace torch_backend {
 
+// Device indices core keeps per-device state for (streams, captures, seeds).
+constexpr int kMaxDevices = 64;
+
 c10::Stream default_stream(c10::DeviceIndex device);
 c10::Stream current_stream(c10::DeviceIndex device);
 void set_current_stream(const c10::Stream& stream);
