@@ -8,13 +8,15 @@ from pathlib import Path
 SCRIPT = Path(__file__).resolve().parents[1] / "ci" / "timing_table.py"
 
 
-def table(tmp_path: Path, wall_seconds: int, sessions: list[dict] | None) -> str:
+def table(tmp_path: Path, wall_seconds: int, sessions: list[dict] | None, log: str | None = None) -> str:
     report = tmp_path / "report.json"
     if sessions is not None:
         report.write_text(json.dumps({"result": 1, "sessions": sessions}))
-    out = subprocess.run(
-        [sys.executable, str(SCRIPT), str(report), str(wall_seconds)], capture_output=True, text=True, timeout=60
-    )
+    args = [sys.executable, str(SCRIPT), str(report), str(wall_seconds)]
+    if log is not None:
+        (tmp_path / "nox.log").write_text(log)
+        args.append(str(tmp_path / "nox.log"))
+    out = subprocess.run(args, capture_output=True, text=True, timeout=60)
     assert out.returncode == 0, out.stderr
     return out.stdout
 
@@ -45,3 +47,19 @@ def test_over_budget_still_passes_but_names_the_slowest_sessions(tmp_path: Path)
 
 def test_no_report_when_nox_stopped_early(tmp_path: Path):
     assert "no nox report" in table(tmp_path, 20, None)
+
+
+def test_a_failed_sessions_output_is_printed_again_before_the_table(tmp_path: Path):
+    # Parallel nox prints each session as one block when it ends: lint's failure sits above tests-fake's block.
+    log = "\n".join(
+        ["nox > Running session build", "built", "nox > Session build was successful in 2 minutes."]
+        + ["nox > Running session lint", *(f"lint line {i}" for i in range(100)), "ruff: E501 line too long"]
+        + ["nox > Session lint failed.", "nox > Running session tests-fake"]
+        + [f"test line {i}" for i in range(500)]
+        + ["nox > Session tests-fake was successful in 6 minutes."]
+    )
+    out = table(tmp_path, 1941, SESSIONS, log)
+    tail = out[: out.index("CI time by nox session")]
+    assert "the last 40 lines of failed session lint (103 in all)" in tail
+    assert "ruff: E501 line too long" in tail and "lint line 62" in tail and "lint line 61" not in tail
+    assert "test line" not in tail and "built" not in tail

@@ -19,6 +19,11 @@ ElementwiseKernel arange_kernel = nullptr;
 // out[i] = start + i * step over the iterator's one (contiguous) dimension.
 void arange_on_device(at::TensorIterator& iter, const c10::Scalar& start,
                       const c10::Scalar& /*size*/, const c10::Scalar& step) {
+  // Element-wise kernels never see an empty output (Elementwise.cpp skips
+  // them too); ATen calls the stub for arange(1, 1) and arange(1, 1, -1).
+  if (iter.numel() == 0) {
+    return;
+  }
   ElementwiseCall call;
   call.out = view_of(iter, 0);
   const at::ScalarType dtype = iter.dtype(0);

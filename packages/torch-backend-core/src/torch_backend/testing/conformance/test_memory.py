@@ -237,10 +237,12 @@ def test_record_memory_history_rejects_bad_arguments(kwargs: dict) -> None:
 
 def test_memory_summary_reports_what_the_allocator_holds() -> None:
     dev.empty_cache()
+    before = dev.memory_allocated()  # what earlier tests still hold
     x = torch.empty(3 << 20, dtype=torch.uint8, device=DEVICE)
+    assert dev.memory_allocated() - before == 3 << 20
     summary = dev.memory.memory_summary()
     allocated_row = next(line for line in summary.splitlines() if line.startswith("Allocated memory"))
-    assert "3.00 MiB" in allocated_row
+    assert f"{dev.memory_allocated() / 2**20:.2f} MiB" in allocated_row, allocated_row
     for title in ("Reserved memory", "Allocations", "Reserved segments", "Device allocs"):
         assert title in summary
     del x

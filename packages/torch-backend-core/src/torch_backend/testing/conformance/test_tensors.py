@@ -42,6 +42,19 @@ def test_device_objects():
     assert getattr(torch.randn(2), DEVICE)().device == torch.device(DEVICE, 0)
 
 
+def test_arange_on_the_device_matches_cpu_including_empty_ranges():
+    # Empty ranges (arange(1.1, 1.1, -1.0), arange(3, 3)) reach the device's arange as an empty output.
+    for args in ((0, 5), (1.1, 5.1, 2.0), (2.1, -2.9, -1.0), (5, 0, -2), (1.1, 1.1, -1.0), (3, 3), (0.5, 0.5)):
+        expected = torch.arange(*args)
+        result = torch.arange(*args, device=DEVICE)
+        assert result.device.type == DEVICE
+        assert torch.equal(result.cpu(), expected), args
+        out = torch.empty(expected.shape, dtype=expected.dtype, device=DEVICE)
+        torch.arange(*args, out=out)
+        assert torch.equal(out.cpu(), expected), args
+    dev.synchronize()  # an empty range's copy waits for nothing: a failed launch shows here
+
+
 @needs_two_devices
 def test_to_other_device_and_back():
     x_cpu = torch.arange(10.0)
