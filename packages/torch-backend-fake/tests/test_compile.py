@@ -154,12 +154,14 @@ ON_EAGER_KERNELS = {"options": {"fallback_by_default": True}}
 
 @pytest.mark.parametrize("mode", ["default", "reduce-overhead"])
 @pytest.mark.parametrize("workload", WORKLOADS)
-@pytest.mark.parametrize("compiler", ["aot_eager", "inductor", "inductor-on-eager-kernels"])
+@pytest.mark.parametrize("compiler", ["aot_eager", "inductor", "inductor-on-eager-kernels", "fake"])
 def test_compiled_training_matches_cpu_eager(workload: str, mode: str, compiler: str) -> None:
     if compiler == "inductor" and DISCRETE:
         pytest.skip("Inductor's kernels need host-addressable memory (see the refusal test)")
-    if compiler != "inductor" and mode != "default":
+    if compiler not in ("inductor", "fake") and mode != "default":
         pytest.skip("one mode is enough where Inductor generates no kernels")
+    if compiler == "fake" and mode == "default":
+        pytest.skip("backend='fake' in the default mode is inductor-on-eager-kernels")
     build, shape = WORKLOADS[workload]
     torch.manual_seed(0)
     reference = build()
@@ -169,9 +171,12 @@ def test_compiled_training_matches_cpu_eager(workload: str, mode: str, compiler:
     inputs = torch.randn(*shape, generator=torch.Generator().manual_seed(1))
 
     expected = train(reference, inputs, reference)
-    options = {"inductor": {"mode": mode}, "inductor-on-eager-kernels": ON_EAGER_KERNELS}.get(
-        compiler, {"backend": compiler}
-    )
+    options = {
+        "inductor": {"mode": mode},
+        "inductor-on-eager-kernels": ON_EAGER_KERNELS,
+        # Replayed through device graphs (the graph tests in the kit count the replays).
+        "fake": {"backend": "fake", "mode": mode},
+    }.get(compiler, {"backend": compiler})
     got = train(model, inputs.to(DEVICE), torch.compile(model, **options))
 
     torch.testing.assert_close(got, expected, **TOLERANCE)

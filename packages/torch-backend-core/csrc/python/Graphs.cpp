@@ -2,9 +2,11 @@
 
 #include <pybind11/stl.h>
 
+#include <cstdint>
 #include <string>
 #include <utility>
 
+#include <c10/core/StorageImpl.h>
 #include <c10/util/Exception.h>
 
 #include "../graphs/DeviceGraph.h"
@@ -57,6 +59,15 @@ void bind_graphs(py::module_& m) {
       .def("pool", &DeviceGraph::pool)
       .def("enable_debug_mode", &DeviceGraph::enable_debug_mode)
       .def("debug_dump", &DeviceGraph::debug_dump, py::arg("debug_path"));
+  // torch.UntypedStorage._cdata of a storage the caller holds: using its
+  // memory raises `message` from now on (a replayed graph's output that a
+  // later replay overwrote). Storage-wide, so views of it raise too.
+  m.def("_revoke_storage_access", [](uintptr_t storage, std::string message) {
+    TORCH_CHECK_VALUE(storage != 0, "expected a storage, got a null pointer");
+    reinterpret_cast<c10::StorageImpl*>(storage)
+        ->release_data_and_set_meta_custom_data_ptr_error_msg_(
+            std::move(message));
+  });
   m.def("_graph_pool_handle", &graph_pool_handle);
   m.def("_is_current_stream_capturing",
         [] { return is_capturing(current_stream(current_device_index())); });

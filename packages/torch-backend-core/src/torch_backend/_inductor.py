@@ -25,7 +25,7 @@ from collections.abc import Callable
 from typing import Any
 
 from torch_backend._backend import Backend
-from torch_backend._inductor_codegen import InductorCodegen, codegen_identity, device_op_overrides
+from torch_backend._inductor_codegen import InductorCodegen, codegen_identity, device_op_overrides, python_wrapper_with
 
 
 def register(backend: Backend) -> None:
@@ -66,8 +66,20 @@ def register(backend: Backend) -> None:
         codegen.cpp_wrapper,
         # FX wrapper code is device-neutral.
         codegen.fx_wrapper or WrapperFxCodegen,
-        device_custom_pass=codegen_identity(f"torch-backend:{device_name}:{identity}:{memory}"),
+        device_custom_pass=codegen_identity(f"torch-backend:{device_name}:{identity}:{memory}:{codegen_revision()}"),
     )
+
+
+def codegen_revision() -> str:
+    """A digest of core's Inductor modules: code they generated is not reused once they change
+    (Inductor's cache key covers torch's own sources, not these)."""
+    import hashlib
+    from pathlib import Path
+
+    digest = hashlib.sha256()
+    for path in sorted(Path(__file__).parent.glob("_inductor*.py")):
+        digest.update(path.read_bytes())
+    return digest.hexdigest()[:16]
 
 
 def codegen_kind(backend: Backend) -> str:
@@ -91,13 +103,26 @@ def triton_unusable_reason(backend: Backend) -> str | None:
     return unusable_reason(backend.triton)
 
 
+def kernels_capturable(backend: Backend, kind: str) -> bool:
+    """Whether a device graph can record the kernels ``kind``'s code generator writes: not
+    Inductor's C++ kernels (they run on the host) nor Triton's interpreter."""
+    if kind == "host-kernels":
+        return False
+    if kind == "triton":
+        from torch_backend._inductor_triton import interpreting
+
+        return not interpreting()
+    return True
+
+
 def device_compiler(backend: Backend) -> Callable[..., Any]:
     """The Dynamo backend named after the device: ``torch.compile(model, backend="fake")``.
 
     Inductor with the device's best code generator, as ``backend="inductor"``; where the device
     has none, Inductor's graphs run every op on the backend's eager kernels
     (``fallback_by_default``) instead of failing. ``mode`` and ``options`` mean what they mean
-    for Inductor.
+    for Inductor; with ``mode="reduce-overhead"`` the graphs replay through device graphs, on
+    the backend's eager kernels where a capture cannot record Inductor's (``kernels_capturable``).
     """
 
     def compile_for_device(
@@ -108,8 +133,13 @@ def device_compiler(backend: Backend) -> Callable[..., Any]:
 
         patches = dict(list_mode_options(mode)) if mode else {}
         patches.update(options or {})
-        if codegen_kind(backend) == "none":
+        kind = codegen_kind(backend)
+        if kind == "none" or (patches.get("triton.cudagraphs") and not kernels_capturable(backend, kind)):
+            # Every op on the backend's own kernels: where Inductor has none for the device, and
+            # for device graphs (reduce-overhead) where a capture cannot record Inductor's.
+            # Random ops too (the backend's draw what eager draws, and are graph-safe).
             patches.setdefault("fallback_by_default", True)
+            patches.setdefault("fallback_random", True)
         return compile_fx(gm, example_inputs, config_patches=patches)
 
     compile_for_device.__name__ = compile_for_device.__qualname__ = backend.name
@@ -162,7 +192,7 @@ def no_codegen(backend: Backend) -> InductorCodegen:
 
     return InductorCodegen(
         NoKernelScheduling,
-        PythonWrapperCodegen,
+        python_wrapper_with(None, "NoKernelWrapper"),
         PythonWrapperCodegen,
         device_op_overrides=device_op_overrides(device_name),
     )

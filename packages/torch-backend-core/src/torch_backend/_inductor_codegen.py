@@ -28,12 +28,18 @@ class InductorCodegen:
     device_op_overrides: Any = None
 
 
-def python_wrapper_with(mixin: type, name: str) -> type:
+def python_wrapper_with(mixin: type | None, name: str) -> type:
     """Inductor's Python wrapper code generator with ``mixin`` first in its bases, for graphs and
-    their subgraphs alike (``create`` picks the subgraph form, as Inductor's own does)."""
+    their subgraphs alike (``create`` picks the subgraph form, as Inductor's own does).
+
+    Every one replays its graphs through device graphs under ``mode="reduce-overhead"``
+    (``_inductor_graphs.ReplayThroughGraphs``)."""
     from torch._inductor.codegen.wrapper import PythonWrapperCodegen, SubgraphPythonWrapperCodegen
 
-    subgraph_wrapper = type(f"{name}Subgraph", (mixin, SubgraphPythonWrapperCodegen), {})
+    from torch_backend._inductor_graphs import ReplayThroughGraphs
+
+    mixins = (ReplayThroughGraphs,) if mixin is None else (mixin, ReplayThroughGraphs)
+    subgraph_wrapper = type(f"{name}Subgraph", (*mixins, SubgraphPythonWrapperCodegen), {})
 
     def create(
         is_subgraph: bool, subgraph_name: str | None, parent_wrapper: Any, partition_signatures: Any = None
@@ -42,7 +48,7 @@ def python_wrapper_with(mixin: type, name: str) -> type:
             return subgraph_wrapper(subgraph_name, parent_wrapper, partition_signatures)
         return wrapper()
 
-    wrapper = type(name, (mixin, PythonWrapperCodegen), {"create": staticmethod(create)})
+    wrapper = type(name, (*mixins, PythonWrapperCodegen), {"create": staticmethod(create)})
     return wrapper
 
 

@@ -50,9 +50,19 @@ def host_kernel_codegen(device_name: str) -> InductorCodegen:
                 super()._generate_kernel_call_helper(kernel_name, call_args, **kwargs)  # type: ignore[misc]
                 return
             # A C++ kernel: called like CPU's, once the device is done with its inputs.
+            self.__dict__["_calls_host_kernels"] = True
             index = device.index if device.index is not None else torch.accelerator.current_device_index()
             self.writeline(f"_wait_for_host_access({index})")  # type: ignore[attr-defined]
             self.writeline(self.wrap_kernel_call(kernel_name, call_args))  # type: ignore[attr-defined]
+
+        def graph_capture_obstacle(self) -> str | None:
+            if not self.__dict__.get("_calls_host_kernels"):
+                return None
+            return (
+                f"Inductor's C++ kernels for '{device_name}' run on the host between the device's work, "
+                f"which a capture cannot record; torch.compile(model, backend='{device_name}', "
+                "mode='reduce-overhead') runs every op on the backend's kernels and captures them"
+            )
 
         def codegen_cuda_stream_enter(self, stream_idx: int) -> Any:
             # Inductor (2.13+: graphs using several streams) names the user's

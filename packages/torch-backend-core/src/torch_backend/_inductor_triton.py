@@ -108,6 +108,15 @@ def triton_codegen(device_name: str) -> InductorCodegen:
             if guard:
                 self._write_guard_line(ExitDeviceContextManagerLine())
 
+        def graph_capture_obstacle(self) -> str | None:
+            if not interpreting():
+                return None
+            return (
+                "Triton's interpreter runs its kernels on the host, which a capture cannot record; "
+                f"torch.compile(model, backend='{device_name}', mode='reduce-overhead') runs every op "
+                "on the backend's kernels and captures them"
+            )
+
         def _write_guard_line(self, line: Any) -> None:
             # Kernel calls are written in Inductor's last pass, where writeline
             # is redirected to the wrapper's text (set_writeline): torch 2.11's

@@ -87,7 +87,7 @@ def training_step(case: GraphCase, device: torch.device, replayed: bool) -> Step
     module.current_stream().wait_stream(side)
     if not replayed:
         return lambda: [one_step() for _ in range(STEPS)]
-    graph = module.Graph()
+    graph = module.CUDAGraph() if device.type == "cuda" else module.Graph()  # --device cuda: the reference
     with module.graph(graph):
         one_step()
     return lambda: [graph.replay() for _ in range(STEPS)]

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import copy
 import gc
+import warnings
 
 import pytest
 import torch
@@ -249,3 +250,159 @@ def test_torch_accelerator_graph_captures_and_replays():
     graph.replay()
     assert torch.equal(x.cpu(), torch.full((4,), 4.0))
     assert graph.pool() != (0, 0)
+
+
+@needs_step_kernels
+def test_make_graphed_callables_trains_a_module_as_eager_does():
+    torch.manual_seed(0)
+    initial = Mlp(0.0)
+    batches = [(torch.randn(16, 32), torch.randint(0, 10, (16,))) for _ in range(6)]
+    eager = copy.deepcopy(initial).to(DEVICE)
+    eager_optimizer = _optimizer("sgd", eager)
+    eager_losses = [_train_step(eager, eager_optimizer, x.to(DEVICE), y.to(DEVICE)).item() for x, y in batches]
+
+    model = copy.deepcopy(initial).to(DEVICE)
+    optimizer = _optimizer("sgd", model)  # its momentum buffers are made by the first step, not captured
+    # Warm-up iterations run forward and backward but leave the parameters (and .grad: zeroed below) alone.
+    graphed = dev.make_graphed_callables(model, (torch.randn(16, 32, device=DEVICE).requires_grad_(False),))
+    assert graphed is model
+    optimizer.zero_grad(set_to_none=True)
+    losses = [_train_step(graphed, optimizer, x.to(DEVICE), y.to(DEVICE)).item() for x, y in batches]
+    assert losses == pytest.approx(eager_losses, abs=1e-6)
+    for (name, got), want in zip(model.named_parameters(), eager.parameters(), strict=True):
+        assert torch.allclose(got.cpu(), want.cpu(), rtol=0, atol=1e-6), name
+    # Out of the training state it was captured in, the module runs eagerly (another batch size works).
+    model.eval()
+    with torch.no_grad():
+        assert torch.allclose(
+            model(torch.ones(3, 32, device=DEVICE)).cpu(),
+            eager.eval()(torch.ones(3, 32, device=DEVICE)).cpu(),
+            atol=1e-6,
+        )
+
+
+@needs_add_kernel
+def test_make_graphed_callables_on_functions_in_order_with_gradients():
+    def scale(x: torch.Tensor) -> torch.Tensor:
+        return x * 3
+
+    def shift(x: torch.Tensor) -> torch.Tensor:
+        return x * x + 1
+
+    sample = torch.zeros(8, device=DEVICE, requires_grad=True)
+    graphed_scale, graphed_shift = dev.make_graphed_callables(
+        (scale, shift), ((sample,), (sample.detach().clone().requires_grad_(),))
+    )
+    x = torch.arange(8.0, device=DEVICE, requires_grad=True)
+    out = graphed_shift(graphed_scale(x))
+    assert torch.equal(out.detach().cpu(), (torch.arange(8.0) * 3) ** 2 + 1)
+    out.sum().backward()
+    assert torch.equal(x.grad.cpu(), 18 * torch.arange(8.0))  # d/dx (3x)^2 = 18x
+    with pytest.raises(TypeError, match="structured as its sample_args"):
+        graphed_scale(x, x)
+
+
+# torch.compile(mode="reduce-overhead"): compiled graphs replayed through device graphs.
+
+
+def _replay_counts() -> dict[str, int]:
+    from torch_backend._inductor_graphs import graph_replay_counts
+
+    return graph_replay_counts()
+
+
+def _release_compiled() -> None:
+    """Forget compiled code and its device graphs (Inductor keeps compiled modules, and so their pools)."""
+    from torch_backend._inductor_graphs import release_compiled_graphs
+
+    torch._dynamo.reset()
+    release_compiled_graphs()
+
+
+def _count_changes(before: dict[str, int]) -> dict[str, int]:
+    after = _replay_counts()
+    return {key: after.get(key, 0) - before.get(key, 0) for key in ("captures", "replays", "eager_calls")}
+
+
+@needs_step_kernels
+def test_reduce_overhead_training_replays_device_graphs_and_matches_eager():
+    dropout = 0.2 if "native_dropout" in ON_DEVICE else 0.0
+    torch.manual_seed(0)
+    initial = Mlp(dropout)
+    batches = [(torch.randn(16, 32), torch.randint(0, 10, (16,))) for _ in range(8)]
+
+    def train(model: nn.Module, forward: nn.Module) -> list[float]:
+        optimizer = _optimizer("sgd", model)
+        torch.manual_seed(1)
+        # A new batch on the device at each step: inputs whose address may change.
+        return [_train_step(forward, optimizer, x.to(DEVICE), y.to(DEVICE)).item() for x, y in batches]
+
+    eager = copy.deepcopy(initial).to(DEVICE)
+    eager_losses = train(eager, eager)
+    model = copy.deepcopy(initial).to(DEVICE)
+    before = _replay_counts()
+    baseline = dev.memory_allocated()
+    losses = train(model, torch.compile(model, backend=DEVICE, mode="reduce-overhead"))
+    assert dev.memory_allocated() > baseline  # the graphs' pools
+    _release_compiled()
+    gc.collect()
+
+    # Warm-up (step 1), capture of the forward and backward graphs (step 2), replays after.
+    counts = _count_changes(before)
+    assert counts["eager_calls"] == 0 and counts["captures"] >= 2, counts
+    assert counts["replays"] == 2 * (len(batches) - 1), counts  # a capture's call replays too
+    assert losses == pytest.approx(eager_losses, abs=1e-6)
+    for (name, got), want in zip(model.named_parameters(), eager.parameters(), strict=True):
+        assert torch.allclose(got.cpu(), want.cpu(), rtol=0, atol=1e-6), name
+
+
+@needs_add_kernel
+def test_a_replayed_output_held_past_the_next_replay_raises_instead_of_changing():
+    @torch.compile(backend=DEVICE, mode="reduce-overhead")
+    def affine(x: torch.Tensor) -> torch.Tensor:
+        return x * 2 + 1
+
+    x = torch.ones(64, device=DEVICE)
+    before = _replay_counts()
+    affine(x)  # warm-up
+    held = affine(x)  # captured, then replayed
+    view = held[:4]
+    assert torch.equal(view.cpu(), torch.full((4,), 3.0))
+    latest = affine(x + 1)
+    assert torch.equal(latest.cpu(), torch.full((64,), 5.0))
+    for stale in (held, view):
+        with pytest.raises(RuntimeError, match="a later replay of that graph has overwritten it"):
+            stale.cpu()
+    assert _count_changes(before)["replays"] == 2
+    _release_compiled()
+
+
+def test_reduce_overhead_under_inductor_replays_or_says_why():
+    # Never a silent fall-back: either the compiled graph replays through device graphs, or a
+    # warning says why it cannot (its kernels run on the host, say).
+    from torch_backend import active_backend
+    from torch_backend._inductor import codegen_kind, kernels_capturable
+
+    backend = active_backend()
+    assert backend is not None
+    kind = codegen_kind(backend)
+    if kind == "none":
+        pytest.skip("Inductor generates no kernels for this device: backend='<device>' compiles for it")
+
+    @torch.compile(mode="reduce-overhead")
+    def scaled(x: torch.Tensor) -> torch.Tensor:
+        return torch.relu(x) * 3
+
+    x = torch.arange(-4.0, 4.0, device=DEVICE)
+    before = _replay_counts()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        results = [scaled(x).cpu() for _ in range(3)]
+    _release_compiled()
+    for result in results:
+        assert torch.equal(result, torch.relu(x.cpu()) * 3)
+    said_why = [str(warning.message) for warning in caught if "without device graphs" in str(warning.message)]
+    replays = _count_changes(before)["replays"]
+    assert (replays == 2) != bool(said_why), (replays, said_why)
+    if not kernels_capturable(backend, kind):
+        assert said_why, "the kernels cannot be captured, and nothing said so"
