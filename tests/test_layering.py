@@ -30,6 +30,7 @@ PUBLIC_HEADER_LAYER = {
     "HostAccess.h": "aten",
     "Generator.h": "aten",
     "Kernels.h": "aten",
+    "DType.h": "runtime",
     "DeviceKernels.h": "runtime",
     "DeviceCollectives.h": "runtime",
     "Activate.h": "aten",

@@ -4,7 +4,7 @@
 #include <ATen/ops/view_as_real.h>
 #include <c10/util/Exception.h>
 
-#include "../aten/kernels/Launch.h"  // kernel_dtype: core's dtypes, as kernels see them
+#include "../aten/kernels/DTypes.h"
 
 namespace torch_backend::distributed {
 

@@ -1,5 +1,6 @@
 #include "NativeBackend.h"
 
+#include <torch/csrc/distributed/c10d/ParamCommsUtils.hpp>
 #include <torch/csrc/distributed/c10d/PrefixStore.hpp>
 
 #include <ATen/ops/cat.h>
@@ -233,6 +234,24 @@ c10::intrusive_ptr<c10d::Work> NativeBackend::launch(
     }
   }
   std::lock_guard<std::recursive_mutex> lock(mutex_);
+  // In PyTorch's profiler as NCCL's collectives are: a record_param_comms
+  // event with the op, sizes, dtype, group and ranks (Chrome trace, Kineto).
+  int64_t in_elements = 0, out_elements = 0;
+  for (const at::Tensor& tensor : inputs) {
+    in_elements += tensor.numel();
+  }
+  for (const at::Tensor& tensor : outputs) {
+    out_elements += tensor.numel();
+  }
+  const bool point_to_point =
+      type == c10d::OpType::SEND || type == c10d::OpType::RECV;
+  RECORD_PARAM_COMMS_DATA(
+      std::make_tuple(static_cast<int64_t>(sequence_ + 1), point_to_point),
+      std::make_tuple(getGroupUid().empty() ? name_ : getGroupUid(),
+                      getGroupDesc()),
+      inputs, outputs, getRank(), name, in_elements, out_elements,
+      first.scalar_type(), std::vector<int64_t>(), std::vector<int64_t>(),
+      /*globalRankStart=*/0, /*globalRankStride=*/1, getSize());
   if (const std::string failed = watchdog().failure(); !failed.empty()) {
     C10_THROW_ERROR(
         DistBackendError,

@@ -1,6 +1,6 @@
 #include "NativeWork.h"
 
-#include "Watchdog.h"
+#include "EndProcess.h"
 
 #include <ATen/core/ivalue.h>
 #include <c10/core/StreamGuard.h>

@@ -1,5 +1,7 @@
 #include "Watchdog.h"
 
+#include "EndProcess.h"
+
 #include <c10/util/Exception.h>
 
 #include <algorithm>
@@ -42,15 +44,6 @@ void drain_all_watchdogs() {
   for (Watchdog* watchdog : registry()) {
     watchdog->drain();
   }
-}
-
-void end_process(const std::string& failure) {
-  std::fprintf(stderr,
-               "torch-backend: %s. Ending the process "
-               "(TORCH_BACKEND_DIST_ERROR_HANDLING=abort).\n",
-               failure.c_str());
-  std::fflush(stderr);
-  std::_Exit(1);
 }
 
 Watchdog::Watchdog(std::string group, std::chrono::milliseconds timeout,

@@ -26,10 +26,6 @@
 
 namespace torch_backend::distributed {
 
-// Prints what failed and ends the process with status 1
-// (TORCH_BACKEND_DIST_ERROR_HANDLING=abort).
-[[noreturn]] void end_process(const std::string& failure);
-
 // Drains every watchdog of the process (see Watchdog::drain).
 void drain_all_watchdogs();
 

@@ -6,6 +6,7 @@
 #include <iterator>
 #include <sstream>
 
+#include <c10/core/Allocator.h>
 #include <c10/core/AllocatorConfig.h>
 #include <c10/core/DeviceGuard.h>
 #include <c10/core/DeviceType.h>
@@ -170,11 +171,27 @@ Block* DeviceCachingAllocator::malloc(size_t requested, c10::Stream stream) {
   if (block->size >= max_split_size_) {
     stats_.oversize_allocations.increase(1);
   }
+  report_to_profiler(block, +1);
   if (recording_history()) {
     block->context = std::move(context);
     trace(MemoryTraceEntry::Action::Alloc, block);
   }
   return block;
+}
+
+// PyTorch's profiler (profile_memory=True, the memory timeline) sees every
+// allocation and free with the device's totals, as CUDA's allocator reports
+// them; a thread-local check when no profiler records memory.
+void DeviceCachingAllocator::report_to_profiler(const Block* block,
+                                                int64_t sign) const {
+  if (!c10::memoryProfilingEnabled()) {
+    return;
+  }
+  c10::reportMemoryUsageToProfiler(
+      block->ptr, sign * static_cast<int64_t>(block->size),
+      static_cast<size_t>(stats_.allocated_bytes[0].current),
+      static_cast<size_t>(stats_.reserved_bytes[0].current),
+      c10::Device(c10::DeviceType::PrivateUse1, device_));
 }
 
 void DeviceCachingAllocator::trace(MemoryTraceEntry::Action action,
@@ -464,6 +481,7 @@ void DeviceCachingAllocator::free(Block* block) {
   if (block->size >= max_split_size_) {
     stats_.oversize_allocations.decrease(1);
   }
+  report_to_profiler(block, -1);
   if (!block->stream_uses.empty()) {
     if (capturing_into_ != nullptr) {
       frees_after_capture_.push_back(block);

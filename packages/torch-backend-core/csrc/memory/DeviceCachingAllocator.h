@@ -95,6 +95,7 @@ class DeviceCachingAllocator {
   PrivatePool* capture_pool_for(c10::Stream stream);
   void release_unused_private_pools();
   void trace(MemoryTraceEntry::Action action, const Block* block);
+  void report_to_profiler(const Block* block, int64_t sign) const;
   void process_events(bool wait);
   void release_cached_blocks();
   // Gives `pool`'s wholly free segments back to the runtime, and the whole

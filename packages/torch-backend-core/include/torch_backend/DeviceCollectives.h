@@ -34,7 +34,7 @@
 #include <cstdint>
 #include <string>
 
-#include <torch_backend/DeviceKernels.h>  // DType
+#include <torch_backend/DType.h>
 #include <torch_backend/DeviceRuntime.h>  // Status, StreamHandle, Export
 
 namespace torch_backend {

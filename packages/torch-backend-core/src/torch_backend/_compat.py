@@ -89,6 +89,11 @@ def unsupported_torch() -> str | None:
     )
 
 
+def has_privateuse1_profiler_registry() -> bool:
+    """torch >= 2.13 lets a PrivateUse1 backend hand device activity to the profiler (Kineto)."""
+    return torch_at_least(2, 13)
+
+
 def single_tensor_collectives() -> tuple[Callable[..., Any], Callable[..., Any]]:
     """torch.distributed's (all_gather_single, reduce_scatter_single).
 

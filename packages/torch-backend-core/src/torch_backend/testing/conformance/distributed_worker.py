@@ -439,6 +439,32 @@ def scenario_ddp_timing(rank: int, world: int) -> None:
         assert stats.get(key, 0) > 0, f"{key} missing or zero: {stats}"
 
 
+def scenario_ddp_profiled(rank: int, world: int) -> None:
+    """A profiled DDP step shows its gradient all_reduce as NCCL's do: a record_param_comms event in the
+    Chrome trace with the collective's name, element count, dtype and group size."""
+    import json
+    import tempfile
+
+    from torch.profiler import ProfilerActivity, profile
+
+    device = torch.device(DEVICE, rank % dev.device_count())
+    model = torch.nn.parallel.DistributedDataParallel(torch.nn.Linear(64, 64).to(device), device_ids=[device.index])
+    model(torch.randn(8, 64, device=device)).sum().backward()  # DDP's first step builds its buckets
+    with profile(activities=[ProfilerActivity.CPU]) as prof:
+        model(torch.randn(8, 64, device=device)).sum().backward()
+        dev.synchronize()
+    with tempfile.TemporaryDirectory() as folder:
+        path = os.path.join(folder, "trace.json")
+        prof.export_chrome_trace(path)
+        with open(path) as trace:
+            events = json.load(trace)["traceEvents"]
+    comms = [e["args"] for e in events if e.get("name") == "record_param_comms"]
+    gradients = 64 * 64 + 64  # one bucket: the weight's and the bias's gradients
+    found = [c for c in comms if c.get("Collective name") == "all_reduce" and c.get("In msg nelems") == gradients]
+    assert found, f"no all_reduce of {gradients} elements among the trace's collectives: {comms}"
+    assert found[0]["dtype"] == "Float" and found[0]["Group size"] == world, found[0]
+
+
 SCENARIOS = {name.removeprefix("scenario_"): f for name, f in globals().items() if name.startswith("scenario_")}
 
 

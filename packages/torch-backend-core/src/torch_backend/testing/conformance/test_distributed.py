@@ -54,7 +54,7 @@ def test_native_backend_orders_collectives_after_stream_work():
 
 
 @needs_native
-@pytest.mark.parametrize("scenario", ["ddp_timing", "fsdp", "groups", "errors"])
+@pytest.mark.parametrize("scenario", ["ddp_timing", "ddp_profiled", "fsdp", "groups", "errors"])
 def test_native_backend_trains_and_keeps_groups(scenario: str):
     assert_all_ok(run_ranks(scenario, 2, env=ON_NATIVE))
 

@@ -17,12 +17,13 @@ import torch
 from torch.profiler import ProfilerActivity, profile, record_function
 
 from torch_backend import _C
+from torch_backend._compat import has_privateuse1_profiler_registry
 from torch_backend.testing import run_python
 from torch_backend.testing.conformance._support import DEVICE, dev
 
 # Whether the backend's device kernels serve the ops timed below (core's op table).
 KERNELS = {"mm", "add.Tensor"} <= {op for op, _family, _kernel, on_device, _forced in _C._op_table() if on_device}
-HAS_REGISTRY = tuple(int(part) for part in torch.__version__.split(".")[:2]) >= (2, 13)
+HAS_REGISTRY = has_privateuse1_profiler_registry()
 DEVICE_ACTIVITIES = [ProfilerActivity.CPU, ProfilerActivity.PrivateUse1]
 
 needs_kernels = pytest.mark.skipif(
@@ -124,3 +125,24 @@ def test_autograd_profiler_times_every_op_with_device_events(use_kineto: bool) -
     out = run_python(code)
     assert out.stdout.strip() == "ok"
     assert "not enabled" not in out.stderr and "INTERNAL ASSERT" not in out.stderr, out.stderr[-2000:]
+
+
+def test_profile_memory_shows_device_allocations_up_to_the_peak(tmp_path: Path) -> None:
+    # The caching allocator reports every allocation and free to the profiler, as CUDA's does: the Chrome
+    # trace's device [memory] events carry the device's totals, whose highest is max_memory_allocated().
+    # The CPU activity records memory events (every supported torch; no device profiler needed).
+    dev.reset_peak_memory_stats()
+    with profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
+        x = torch.empty(1 << 20, device=DEVICE)  # 4 MiB
+        y = x * 2
+        del x
+        z = y + 1
+        del y, z
+    sizes = [e.device_memory_usage for e in prof.events() if e.name == "aten::empty"]
+    assert 4 << 20 in sizes, sizes
+    prof.export_chrome_trace(str(tmp_path / "trace.json"))
+    trace = json.loads((tmp_path / "trace.json").read_text())["traceEvents"]
+    device_type = int(torch._C._autograd.DeviceType.PrivateUse1)
+    memory = [e["args"] for e in trace if e.get("name") == "[memory]" and e["args"]["Device Type"] == device_type]
+    assert {m["Bytes"] for m in memory} >= {4 << 20, -(4 << 20)}, memory
+    assert max(m["Total Allocated"] for m in memory) == dev.max_memory_allocated()
