@@ -1,8 +1,11 @@
 """Check built wheels: self-contained, and working in a fresh venv away from the source tree.
 
-Usage: python ci/check_wheels.py WHEEL_DIR REQUIREMENT... [--kit KIT_REQUIREMENT...]
+Usage: python ci/check_wheels.py WHEEL_DIR REQUIREMENT... [--installed-in PYTHON] [--kit KIT_REQUIREMENT...]
 REQUIREMENTs (torch==X.Y.Z and the like) are installed beside the wheels; with --kit, the
 requirements of the conformance kit (pytest, expecttest) too, and a scaffolded backend runs it.
+With --installed-in, the wheels are already installed for PYTHON (a session's venv, torch with
+them): the checks use it, away from the source tree, instead of installing torch into a fresh venv
+again (a CUDA build of torch is 5 GB and over a minute to install).
 """
 
 from __future__ import annotations
@@ -64,11 +67,12 @@ def check_contents(wheels: list[Path], scratch: Path) -> None:
 CUDA_LIBRARY = "torch_backend_cuda/lib/libtorch_backend_cuda.so"
 CUBLAS_RUNPATH = "$ORIGIN/../../nvidia/cu13/lib"
 NCCL_RUNPATH = "$ORIGIN/../../nvidia/nccl/lib"
+CUDNN_RUNPATH = "$ORIGIN/../../nvidia/cudnn/lib"
 
 
 def check_cuda_wheel(wheels: list[Path], scratch: Path) -> None:
-    """The gpu backend's wheel carries its compiled kernels, needs cuBLAS, depends on the wheel that brings it
-    (as PyTorch's CUDA wheels do), and finds it beside itself in site-packages."""
+    """The gpu backend's wheel carries its compiled kernels, needs cuBLAS, NCCL and cuDNN, depends on the
+    wheels that bring them (as PyTorch's CUDA wheels do), and finds them beside itself in site-packages."""
     cuda = next((w for w in wheels if w.name.startswith("torch_backend_cuda-")), None)
     if cuda is None:
         fail("no torch_backend_cuda wheel")
@@ -82,6 +86,7 @@ def check_cuda_wheel(wheels: list[Path], scratch: Path) -> None:
     for needed, runpath, wheel in (
         ("libcublas.so.13", CUBLAS_RUNPATH, "nvidia-cublas"),
         ("libnccl.so.2", NCCL_RUNPATH, "nvidia-nccl-cu13"),
+        ("libcudnn.so.9", CUDNN_RUNPATH, "nvidia-cudnn-cu13"),
     ):
         if f"[{needed}]" not in dynamic:
             fail(f"{CUDA_LIBRARY} does not load {needed}")
@@ -92,9 +97,17 @@ def check_cuda_wheel(wheels: list[Path], scratch: Path) -> None:
     exported = subprocess.run(["nm", "-D", str(library)], capture_output=True, text=True, check=True).stdout
     if " T torch_backend_device_collectives" not in exported:
         fail(f"{CUDA_LIBRARY} does not export its collectives (NCCL)")
+    if (
+        " cudnnConvolutionForward"
+        not in subprocess.run(
+            ["nm", "-D", "--undefined-only", str(library)], capture_output=True, text=True, check=True
+        ).stdout
+    ):
+        fail(f"{CUDA_LIBRARY} does not call cuDNN's convolutions")
     print(
-        f"ok: {cuda.name}: kernels and NCCL collectives built, loads libcublas.so.13 and libnccl.so.2 through "
-        f"{CUBLAS_RUNPATH} and {NCCL_RUNPATH}, requires nvidia-cublas and nvidia-nccl-cu13"
+        f"ok: {cuda.name}: kernels, cuDNN convolutions and NCCL collectives built, loads libcublas.so.13, "
+        f"libnccl.so.2 and libcudnn.so.9 through {CUBLAS_RUNPATH}, {NCCL_RUNPATH} and {CUDNN_RUNPATH}, "
+        "requires nvidia-cublas, nvidia-nccl-cu13 and nvidia-cudnn-cu13"
     )
 
 
@@ -104,7 +117,8 @@ def check_cuda_installed(python: Path, work: Path) -> None:
     where = run(python, "-c", "import torch_backend_cuda as c; print(c.__file__)", cwd=work).strip()
     library = Path(where).parent / "lib" / "libtorch_backend_cuda.so"
     linked = subprocess.run(["ldd", str(library)], capture_output=True, text=True, check=True).stdout
-    if "not found" in linked or "libcublas.so.13" not in linked or "libnccl.so.2" not in linked:
+    needed = ("libcublas.so.13", "libnccl.so.2", "libcudnn.so.9")
+    if "not found" in linked or not all(name in linked for name in needed):
         fail(f"{library} does not resolve its libraries:\n{linked}")
     report = run(python, "-m", "torch_backend", cwd=work)
     line = next((ln for ln in report.splitlines() if ln.split()[:1] == ["gpu"]), "")
@@ -148,11 +162,16 @@ def check_fresh_venv(wheels: list[Path], scratch: Path, requirements: list[str],
     python = env_dir / "bin" / "python"
     install = [str(python), "-m", "pip", "install", "-q", *requirements, *map(str, wheels)]
     subprocess.run(install, check=True)
+    check_installed(python, env_dir, scratch, kit_requirements)
+
+
+def check_installed(python: Path, env_dir: Path, scratch: Path, kit_requirements: list[str]) -> None:
+    """The installed wheels, used from a folder outside the source tree."""
     work = scratch / "elsewhere"
     work.mkdir()
     located = run(python, "-c", "import torch_backend, torch_backend_fake; print(torch_backend.__file__)", cwd=work)
-    if not located.startswith(str(env_dir)):
-        fail(f"torch_backend imported from {located.strip()}, not from the venv")
+    if not located.startswith(str(env_dir)) or located.startswith(str(ROOT / "packages")):
+        fail(f"torch_backend imported from {located.strip()}, not from the venv's installed wheel")
     out = run(python, "-c", ONE_LINER, cwd=work)
     if not out.startswith("tensor(["):
         fail(f"one-liner printed {out!r}")
@@ -162,7 +181,7 @@ def check_fresh_venv(wheels: list[Path], scratch: Path, requirements: list[str],
     report = run(python, "-m", "torch_backend", cwd=work)
     if "active: fake (2 devices)" not in report:
         fail(f"unexpected report:\n{report}")
-    print(f"ok: fresh venv one-liner: {out.strip()}")
+    print(f"ok: installed wheels, one-liner: {out.strip()}")
     check_cuda_installed(python, work)
     check_scaffold(python, work, kit_requirements)
 
@@ -234,6 +253,11 @@ def main() -> None:
     args = sys.argv[1:]
     kit_requirements = args[args.index("--kit") + 1 :] if "--kit" in args else []
     args = args[: args.index("--kit")] if "--kit" in args else args
+    installed_in = None
+    if "--installed-in" in args:
+        at = args.index("--installed-in")
+        installed_in = Path(args[at + 1])
+        args = args[:at] + args[at + 2 :]
     wheel_dir, requirements = Path(args[0]), args[1:]
     wheels = sorted(wheel_dir.glob("*.whl"))
     if not wheels:
@@ -246,7 +270,10 @@ def main() -> None:
         check_contents(wheels, scratch)
         check_cuda_wheel(wheels, scratch)
         check_torch_pins(wheels, torch_pin.removeprefix("torch=="))
-        check_fresh_venv(wheels, scratch, requirements, kit_requirements)
+        if installed_in is None:
+            check_fresh_venv(wheels, scratch, requirements, kit_requirements)
+        else:
+            check_installed(installed_in, installed_in.parent.parent, scratch, kit_requirements)
     print("check_wheels: all checks passed")
 
 

@@ -2,7 +2,12 @@
 # Every check of the gpu backend that needs a GPU, and the benchmark against PyTorch's own CUDA
 # backend, in one command. Run from the repository root on a machine with an NVIDIA GPU and a CUDA
 # build of torch 2.11-2.15 already installed:
-#   bash packages/torch-backend-cuda/gpu_checks.sh [OUT_DIR]
+#   bash packages/torch-backend-cuda/gpu_checks.sh [--pending] [OUT_DIR]
+# --pending: only what has never run on a GPU, most important first, each step capped so that a
+# 15-minute lease settles most of it (cuDNN convolutions and pooling, multi-tensor kernels, host
+# scalar operands, graphs and expandable segments in the kit; NCCL in the package's tests; graph
+# replay against CUDAGraph; the sum, CNN, convolution, ResNet-18 and GPT cases against CUDA;
+# compiled steps). OUT_DIR/summary.txt gains each step's result as it ends.
 # Steps, each logged to OUT_DIR/STEP.log (default build/gpu-checks) with its exit status and time:
 #   install   core, cuda and fake: from GPU_CHECKS_WHEELS (a folder of wheels built elsewhere against
 #             this torch and Python: the lent GPU machines reach no registry and their lease is short),
@@ -25,8 +30,14 @@
 #             process of its own with no backend active, on cuda: compiled steps side by side
 #             (compile-gpu.json, compile-cuda.json; their device_compiled_ms compare)
 # GPU_CHECKS_LIMIT_S caps every step's time limit (a lease's minutes are few; default: no cap).
+# GPU_CHECKS_INSTALLED=1 skips the install step (a warm machine's second call; a dry run elsewhere).
 # Exit status: 0 when every step passed; the failed steps are listed.
 set -uo pipefail
+pending=""
+if [ "${1:-}" = "--pending" ]; then
+  pending=1
+  shift
+fi
 out=${1:-build/gpu-checks}
 mkdir -p "$out"
 python=${PYTHON:-python3}
@@ -45,22 +56,27 @@ step() {
   rc=$?
   echo "$rc $((SECONDS - start))" >"$state/$name"
 }
-# show NAME: the end of a step's log and its result.
+# show NAME: the end of a step's log and its result (also appended to $out/summary.txt).
 show() {
   local rc seconds
   read -r rc seconds <"$state/$1"
+  echo "$1: exit $rc in $seconds s" >>"$out/summary.txt"
   echo "==== $1: exit $rc in $seconds s ($out/$1.log)"
   tail -n "${2:-30}" "$out/$1.log"
   [ "$rc" -eq 0 ] || echo "$1" >>"$state/failed"
 }
 
 install() {
+  if [ -n "${GPU_CHECKS_INSTALLED:-}" ]; then
+    echo "GPU_CHECKS_INSTALLED: using the packages installed for $python"
+    return 0
+  fi
   local pip=("$python" -m pip install -q) missing
   [ -n "$wheels" ] && pip+=(--no-index --find-links "$wheels")
   missing=$("$python" - "$wheels" <<'EOF'
 import importlib.util, sys
 need = {"pytest": "pytest", "expecttest": "expecttest", "nvidia.cublas": "nvidia-cublas>=13,<14",
-        "nvidia.nccl": "nvidia-nccl-cu13>=2.27,<3"}
+        "nvidia.nccl": "nvidia-nccl-cu13>=2.27,<3", "nvidia.cudnn": "nvidia-cudnn-cu13>=9.10,<10"}
 if not sys.argv[1]:
     need["hatchling"] = "hatchling"
 print(" ".join(spec for module, spec in need.items() if importlib.util.find_spec(module) is None))
@@ -116,7 +132,7 @@ test_files() {
 
 kit() {
   local args=(gpu --known-failures "$known/known_failures.json" --known-failures "$known/known_failures_gpu.json"
-    -q -p no:warnings)
+    -q -p no:warnings "$@")
   if [ -z "$xdist" ]; then
     "$python" -m torch_backend.testing "${args[@]}"
     return
@@ -135,8 +151,66 @@ compile_bench() {
     TORCH_BACKEND=none "$python" -m torch_backend.bench.compile --device cuda --json "$out/compile-cuda.json"
 }
 
+# gpu's replay against torch.cuda.CUDAGraph's, from the two graphs steps' JSON (at most 1.2x).
+graphs_vs_cuda() {
+  "$python" -c '
+import json, sys
+gpu, cuda = (json.load(open(path)) for path in sys.argv[1:])
+worst = 0.0
+for ours, theirs in zip(gpu, cuda, strict=True):
+    case, ratio = ours["case"], ours["replayed_s"] / theirs["replayed_s"]
+    worst = max(worst, ratio)
+    print(f"{case}: gpu replay / CUDAGraph replay = {ratio:.2f} (target <= 1.2)")
+sys.exit(worst > 1.2)
+' "$out/graphs-gpu.json" "$out/graphs-cuda.json"
+}
+
 export python wheels out known xdist
-export -f install smoke test_files kit compile_bench
+export -f install smoke test_files kit compile_bench graphs_vs_cuda
+
+# cases NAMES: --case arguments of the benchmark, one per ';'-separated part of NAMES (names hold commas).
+cases() {
+  local names name
+  IFS=';' read -ra names <<<"$1"
+  for name in "${names[@]}"; do printf -- '--case\n%s\n' "$name"; done
+}
+finish() {
+  if [ -s "$state/failed" ]; then
+    echo "FAILED steps: $(tr '\n' ' ' <"$state/failed")"
+    exit 1
+  fi
+  echo "every step passed"
+  exit 0
+}
+: >"$out/summary.txt"
+
+if [ -n "$pending" ]; then
+  step install 240 install
+  show install
+  if [ -s "$state/failed" ]; then exit 1; fi
+  step report 60 smoke
+  show report 40
+  step kit-pending 240 kit -k "convolution or pool or torchvision or resnet or foreach or scalar_operands or graphs or expandable"
+  show kit-pending 40
+  step tests 180 test_files
+  show tests
+  step graphs 120 env TORCH_BACKEND=gpu "$python" -m torch_backend.bench.graphs --device gpu \
+    --rounds 2 --repeats 3 --json "$out/graphs-gpu.json"
+  show graphs 10
+  step graphs-cuda 120 env TORCH_BACKEND=gpu "$python" -m torch_backend.bench.graphs --device cuda \
+    --rounds 2 --repeats 3 --json "$out/graphs-cuda.json"
+  show graphs-cuda 10
+  step graphs-vs-cuda 30 graphs_vs_cuda
+  show graphs-vs-cuda 5
+  mapfile -t bench_cases < <(cases "${BENCH_CASES:-sum;CNN;conv 3x3;ResNet-18 step b8 32x32;GPT}")
+  step bench 420 env TORCH_BACKEND=gpu "$python" -m torch_backend.bench.reference --device gpu \
+    --reference cuda --rounds "${BENCH_ROUNDS:-3}" --repeats "${BENCH_REPEATS:-3}" --json "$out/gpu-vs-cuda.json" \
+    "${bench_cases[@]}"
+  show bench 20
+  step compile 300 compile_bench
+  show compile 10
+  finish
+fi
 
 step install 300 install
 show install
@@ -155,12 +229,12 @@ show opinfo 60
 step graphs 300 env TORCH_BACKEND=gpu "$python" -m torch_backend.bench.graphs --device gpu \
   --rounds 3 --repeats 3 --json "$out/graphs-gpu.json"
 show graphs 10
-# cases NAMES: --case arguments of the benchmark, one per ';'-separated part of NAMES (names hold commas).
-cases() {
-  local names name
-  IFS=';' read -ra names <<<"$1"
-  for name in "${names[@]}"; do printf -- '--case\n%s\n' "$name"; done
-}
+# The same step replayed from torch.cuda.CUDAGraph, and gpu's replay against it (at most 1.2x).
+step graphs-cuda 300 env TORCH_BACKEND=gpu "$python" -m torch_backend.bench.graphs --device cuda \
+  --rounds 3 --repeats 3 --json "$out/graphs-cuda.json"
+show graphs-cuda 10
+step graphs-vs-cuda 30 graphs_vs_cuda
+show graphs-vs-cuda 5
 mapfile -t bench_cases < <(cases "${BENCH_CASES:-}")
 step bench 1800 env TORCH_BACKEND=gpu "$python" -m torch_backend.bench.reference --device gpu \
   --reference cuda --rounds "${BENCH_ROUNDS:-5}" --repeats "${BENCH_REPEATS:-5}" --json "$out/gpu-vs-cuda.json" \
@@ -172,8 +246,4 @@ step profile 600 env TORCH_BACKEND=gpu "$python" -m torch_backend.bench.referenc
 show profile 0
 step compile 900 compile_bench
 show compile 10
-if [ -s "$state/failed" ]; then
-  echo "FAILED steps: $(tr '\n' ' ' <"$state/failed")"
-  exit 1
-fi
-echo "every step passed"
+finish

@@ -1,15 +1,22 @@
 // What the gpu backend's files share: the kernels CudaKernels.cu defines for
 // the others, the driver's virtual memory calls, and status codes beyond the
-// CUDA runtime's own (cuBLAS and driver statuses are returned offset, so
+// CUDA runtime's own (cuBLAS, cuDNN and driver statuses are returned offset, so
 // that core's error messages, DeviceRuntime::error_text, can tell them
 // apart).
 #pragma once
+
+#include <cuda_runtime_api.h>
 
 #include <string>
 
 #include <torch_backend/DeviceKernels.h>
 
 namespace gpu {
+
+// Core's opaque stream handle is the CUDA stream itself.
+inline cudaStream_t stream_of(torch_backend::StreamHandle stream) {
+  return static_cast<cudaStream_t>(stream);
+}
 
 constexpr int kCublasStatusBase = 0x10000;
 
@@ -18,6 +25,15 @@ inline bool is_cublas_status(int status) {
 }
 // "CUBLAS_STATUS_...: description" of a status offset by kCublasStatusBase.
 std::string cublas_status_text(int status);
+
+// cuDNN statuses (cudnnStatus_t), offset likewise.
+constexpr int kCudnnStatusBase = 0x30000;
+
+inline bool is_cudnn_status(int status) {
+  return status > kCudnnStatusBase && status < kCudnnStatusBase + 0x10000;
+}
+// cuDNN's own description of a status offset by kCudnnStatusBase.
+std::string cudnn_status_text(int status);
 
 // CUDA driver statuses (CUresult), offset likewise.
 constexpr int kDriverStatusBase = 0x20000;
@@ -57,5 +73,13 @@ torch_backend::Status copy_into(const torch_backend::KernelContext& ctx,
 // The matrix-multiply family on cuBLAS (CudaGemm.cpp).
 torch_backend::Status cublas_gemm(const torch_backend::KernelContext& ctx,
                                   const torch_backend::GemmCall& call);
+
+// The convolution family on cuDNN (CudaConvolution.cpp).
+torch_backend::Status cudnn_convolution(
+    const torch_backend::KernelContext& ctx,
+    const torch_backend::ConvolutionCall& call);
+torch_backend::Status cudnn_convolution_backward(
+    const torch_backend::KernelContext& ctx,
+    const torch_backend::ConvolutionBackwardCall& call);
 
 }  // namespace gpu

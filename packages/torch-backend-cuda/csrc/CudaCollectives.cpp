@@ -11,6 +11,8 @@
 
 #include <torch_backend/DeviceCollectives.h>
 
+#include "CudaBackend.h"
+
 namespace {
 
 using torch_backend::CollectiveId;
@@ -77,9 +79,7 @@ ncclRedOp_t nccl_op(ReduceOp op) {
 }
 
 ncclComm_t comm_of(CommHandle comm) { return static_cast<ncclComm_t>(comm); }
-cudaStream_t stream_of(StreamHandle stream) {
-  return static_cast<cudaStream_t>(stream);
-}
+using gpu::stream_of;
 
 class CudaCollectives final : public torch_backend::DeviceCollectives {
  public:

@@ -12,6 +12,8 @@
 
 namespace {
 
+using gpu::stream_of;
+
 using torch_backend::CopyKind;
 using torch_backend::DeviceProperties;
 using torch_backend::EventHandle;
@@ -29,8 +31,6 @@ cudaMemcpyKind to_cuda(CopyKind kind) {
   }
   return cudaMemcpyDefault;
 }
-
-cudaStream_t stream_of(StreamHandle s) { return static_cast<cudaStream_t>(s); }
 
 cudaStreamCaptureMode to_cuda(torch_backend::CaptureMode mode) {
   switch (mode) {
@@ -255,6 +255,9 @@ class CudaRuntime final : public torch_backend::DeviceRuntime {
   std::string error_text(Status status) override {
     if (gpu::is_cublas_status(status)) {
       return gpu::cublas_status_text(status);
+    }
+    if (gpu::is_cudnn_status(status)) {
+      return gpu::cudnn_status_text(status);
     }
     if (gpu::is_driver_status(status)) {
       return gpu::driver_status_text(status);

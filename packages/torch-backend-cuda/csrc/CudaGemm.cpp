@@ -165,7 +165,7 @@ Status cublas_gemm(const KernelContext& ctx, const GemmCall& call) {
   if (status != kSuccess) {
     return status;
   }
-  const auto stream = static_cast<cudaStream_t>(ctx.stream);
+  const auto stream = gpu::stream_of(ctx.stream);
   status = cublas_status(cublasSetStream(handle->handle, stream));
   torch_backend::KernelWorkspace workspace(ctx, handle->workspace_bytes);
   if (status == kSuccess) {

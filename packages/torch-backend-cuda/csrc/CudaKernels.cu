@@ -1,6 +1,7 @@
 // The gpu backend's kernels (torch_backend/DeviceKernels.h): the portable
 // kernels of kernels/ compiled for the GPU, matrix multiplies on cuBLAS
-// (CudaGemm.cpp), and the stream_sleep kernel the device symbols use.
+// (CudaGemm.cpp), convolutions on cuDNN (CudaConvolution.cpp), and the
+// stream_sleep kernel the device symbols use.
 #include "CudaBackend.h"
 #include "kernels/Registration.cuh"
 
@@ -37,4 +38,6 @@ int launch_stream_sleep(void* stream, unsigned long microseconds) {
 TORCH_BACKEND_DEFINE_DEVICE_KERNELS(kernels) {
   gpu::register_portable_kernels(kernels);
   kernels.gemm(&gpu::cublas_gemm);
+  kernels.convolution(&gpu::cudnn_convolution,
+                      &gpu::cudnn_convolution_backward);
 }

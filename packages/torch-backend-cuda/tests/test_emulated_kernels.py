@@ -70,7 +70,11 @@ def test_core_sends_the_kernel_families_to_the_portable_kernels(emulated: dict[s
         assert rows[op].rstrip().endswith("device kernel"), rows[op]
     for op in ("_foreach_add_.List", "_foreach_addcdiv_.ScalarList", "_foreach_lerp_.Scalar", "_foreach_sqrt"):
         assert rows[op].rstrip().endswith("device kernel"), rows[op]  # multi-tensor kernels
+    for op in ("max_pool2d_with_indices", "max_pool2d_with_indices_backward", "avg_pool2d_backward"):
+        assert rows[op].rstrip().endswith("device kernel"), rows[op]  # pooling
+    assert rows["_adaptive_avg_pool2d"].rstrip().endswith("device kernel"), rows["_adaptive_avg_pool2d"]
     assert not rows["mm"].rstrip().endswith("device kernel")  # cuBLAS: GPU build only
+    assert not rows["convolution"].rstrip().endswith("device kernel")  # cuDNN: GPU build only
 
 
 CASES = r"""
@@ -217,6 +221,40 @@ def test_opinfo_sweep_through_the_portable_kernels(emulated: dict[str, str]):
     known = ["--known", str(here / "known_failures.json"), "--known", str(here / "known_failures_emulated.json")]
     out = run(["-m", "torch_backend.testing.opinfo", *known], emulated).stdout
     print(out[-3000:])
+
+
+def test_pooling_kernels_pass_the_kits_pooling_grid_and_resnet_step(emulated: dict[str, str]):
+    # Max (indices, ties, NaN), average (padding counted or not, divisor, ceil mode) and adaptive average
+    # pooling, NCHW and channels-last, forward and backward against CPU; then a ResNet training step whose
+    # pooling runs on these kernels (its convolutions on the fallback: cuDNN is GPU-only).
+    run(["-m", "torch_backend.testing", "gpuemu", "-q", "-k", "pool or resnet"], emulated)
+
+
+POOLING_CASES = r"""
+import torch
+F = torch.nn.functional
+dev = "gpuemu"
+torch.manual_seed(0)
+# Half and bfloat16 (computed in float), overlapping max windows whose gradients add, a permuted view.
+for dtype, tolerance in ((torch.half, 1e-2), (torch.bfloat16, 5e-2), (torch.float64, 1e-12)):
+    x = torch.randn(2, 5, 13, 10).to(dtype)
+    for pool in (lambda t: F.max_pool2d(t, 3, 1, 1), lambda t: F.avg_pool2d(t, (3, 2), (2, 1), (1, 0)),
+                 lambda t: F.adaptive_avg_pool2d(t, (4, 7))):
+        cpu, moved = x.clone().requires_grad_(), x.to(dev).requires_grad_()
+        want, got = pool(cpu), pool(moved)
+        torch.testing.assert_close(got.cpu(), want, rtol=tolerance, atol=tolerance)
+        grad = torch.randn_like(want)
+        want.backward(grad)
+        got.backward(grad.to(dev))
+        torch.testing.assert_close(moved.grad.cpu(), cpu.grad, rtol=tolerance, atol=tolerance)
+view = torch.randn(3, 8, 9, 4).permute(0, 3, 1, 2)
+torch.testing.assert_close(F.max_pool2d(view.to(dev), 2).cpu(), F.max_pool2d(view, 2))
+print("ok")
+"""
+
+
+def test_pooling_kernels_on_half_bfloat16_double_and_views(emulated: dict[str, str]):
+    assert run(["-c", POOLING_CASES], emulated).stdout.strip().endswith("ok")
 
 
 def test_multi_tensor_kernels_pass_the_kits_foreach_and_optimizer_tests(emulated: dict[str, str]):

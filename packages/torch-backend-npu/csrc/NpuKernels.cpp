@@ -4,18 +4,29 @@
 // workspace on the kernel's stream, Xxx enqueues it. Calls no operator here
 // covers stay on core's copy fallback.
 #include <aclnn/acl_meta.h>
+#include <aclnnop/aclnn_adaptive_avg_pool2d.h>
+#include <aclnnop/aclnn_adaptive_avg_pool2d_backward.h>
 #include <aclnnop/aclnn_add.h>
 #include <aclnnop/aclnn_addcdiv.h>
 #include <aclnnop/aclnn_addcmul.h>
 #include <aclnnop/aclnn_amax.h>
 #include <aclnnop/aclnn_amin.h>
+#include <aclnnop/aclnn_arange.h>
+#include <aclnnop/aclnn_avg_pool2d.h>
+#include <aclnnop/aclnn_avg_pool2d_backward.h>
 #include <aclnnop/aclnn_baddbmm.h>
 #include <aclnnop/aclnn_batch_norm.h>
 #include <aclnnop/aclnn_batch_norm_backward.h>
+#include <aclnnop/aclnn_convolution.h>
+#include <aclnnop/aclnn_convolution_backward.h>
 #include <aclnnop/aclnn_copy.h>
+#include <aclnnop/aclnn_cos.h>
 #include <aclnnop/aclnn_div.h>
+#include <aclnnop/aclnn_dropout_do_mask.h>
+#include <aclnnop/aclnn_dropout_gen_mask.h>
 #include <aclnnop/aclnn_eq_scalar.h>
 #include <aclnnop/aclnn_eq_tensor.h>
+#include <aclnnop/aclnn_erf.h>
 #include <aclnnop/aclnn_exp.h>
 #include <aclnnop/aclnn_fill_scalar.h>
 #include <aclnnop/aclnn_gather.h>
@@ -31,12 +42,17 @@
 #include <aclnnop/aclnn_layer_norm_backward.h>
 #include <aclnnop/aclnn_le_scalar.h>
 #include <aclnnop/aclnn_le_tensor.h>
+#include <aclnnop/aclnn_lerp.h>
+#include <aclnnop/aclnn_lerps.h>
 #include <aclnnop/aclnn_log.h>
 #include <aclnnop/aclnn_log_softmax.h>
 #include <aclnnop/aclnn_log_softmax_backward.h>
 #include <aclnnop/aclnn_lt_scalar.h>
 #include <aclnnop/aclnn_lt_tensor.h>
+#include <aclnnop/aclnn_masked_fill_scalar.h>
 #include <aclnnop/aclnn_max_dim.h>
+#include <aclnnop/aclnn_max_pool2d_with_indices.h>
+#include <aclnnop/aclnn_max_pool2d_with_indices_backward.h>
 #include <aclnnop/aclnn_maximum.h>
 #include <aclnnop/aclnn_mean.h>
 #include <aclnnop/aclnn_min_dim.h>
@@ -47,12 +63,19 @@
 #include <aclnnop/aclnn_neg.h>
 #include <aclnnop/aclnn_nll_loss.h>
 #include <aclnnop/aclnn_nll_loss_backward.h>
+#include <aclnnop/aclnn_pow.h>
+#include <aclnnop/aclnn_pow_tensor_tensor.h>
+#include <aclnnop/aclnn_reciprocal.h>
 #include <aclnnop/aclnn_reduce_sum.h>
 #include <aclnnop/aclnn_relu.h>
 #include <aclnnop/aclnn_rsqrt.h>
 #include <aclnnop/aclnn_s_where.h>
 #include <aclnnop/aclnn_scatter_add.h>
 #include <aclnnop/aclnn_sigmoid.h>
+#include <aclnnop/aclnn_sigmoid_backward.h>
+#include <aclnnop/aclnn_silu.h>
+#include <aclnnop/aclnn_silu_backward.h>
+#include <aclnnop/aclnn_sin.h>
 #include <aclnnop/aclnn_softmax.h>
 #include <aclnnop/aclnn_softmax_backward.h>
 #include <aclnnop/aclnn_sqrt.h>
@@ -287,6 +310,82 @@ NPU_UNARY(rsqrt, aclnnRsqrt)
 NPU_UNARY(neg, aclnnNeg)
 NPU_UNARY(tanh, aclnnTanh)
 NPU_UNARY(sigmoid, aclnnSigmoid)
+NPU_UNARY(reciprocal, aclnnReciprocal)
+NPU_UNARY(sin, aclnnSin)
+NPU_UNARY(cos, aclnnCos)
+NPU_UNARY(silu, aclnnSilu)
+NPU_UNARY(erf, aclnnErf)
+NPU_BINARY(silu_backward, aclnnSiluBackward)        // (grad, self)
+NPU_BINARY(sigmoid_backward, aclnnSigmoidBackward)  // (grad, output)
+// out[i] = start + i * step for out's n elements. aclnn takes an end: one
+// past the last for integers, half a step short of the next for floating
+// point, so that rounding cannot add or drop an element.
+NPU_ELEMENTWISE(arange) {
+  const ScalarValue& start = call.scalars[0];
+  const ScalarValue& step = call.scalars[1];
+  const std::int64_t n = call.out.numel();
+  ScalarValue end = start;
+  if (start.is_integral) {
+    end.as_int = start.as_int + step.as_int * n;
+  } else {
+    end.as_double = start.as_double + step.as_double * (n - 0.5);
+  }
+  return ACLNN(ctx, aclnnArange, Scalar(start), Scalar(end), Scalar(step),
+               Tensor(call.out));
+}
+NPU_ELEMENTWISE(lerp) {
+  NPU_TENSORS_ONLY(call)
+  return ACLNN(ctx, aclnnLerp, Tensor(call.inputs[0]), Tensor(call.inputs[1]),
+               Tensor(call.inputs[2]), Tensor(call.out));
+}
+// lerp with a Python-number weight.
+NPU_ELEMENTWISE(lerp_scalar) {
+  NPU_TENSORS_ONLY(call)
+  return ACLNN(ctx, aclnnLerps, Tensor(call.inputs[0]), Tensor(call.inputs[1]),
+               Scalar(call.scalars[0]), Tensor(call.out));
+}
+// out = mask ? value : out, in place (the mask is inputs[0]).
+NPU_ELEMENTWISE(masked_fill) {
+  NPU_TENSORS_ONLY(call)
+  return ACLNN(ctx, aclnnInplaceMaskedFillScalar, Tensor(call.out),
+               Tensor(call.inputs[0]), Scalar(call.scalars[0], call.out.dtype));
+}
+
+// Floating dtypes only: integer powers have errors of their own (a negative
+// exponent), which the fallback raises where the user reads them.
+bool floating(DType dtype) {
+  return dtype == DType::Float32 || dtype == DType::Float16 ||
+         dtype == DType::BFloat16 || dtype == DType::Float64;
+}
+
+// A tensor or host-scalar base (pow.Scalar) to tensor or host-scalar powers.
+NPU_ELEMENTWISE(pow) {
+  if (!floating(call.out.dtype)) {
+    return torch_backend::kNotSupported;
+  }
+  if (call.scalar_inputs[0] && !call.scalar_inputs[1]) {
+    return ACLNN(ctx, aclnnPowScalarTensor,
+                 Scalar(call.input_values[0], call.inputs[0].dtype),
+                 Tensor(call.inputs[1]), Tensor(call.out));
+  }
+  if (call.scalar_inputs[1] && !call.scalar_inputs[0]) {
+    return ACLNN(ctx, aclnnPowTensorScalar, Tensor(call.inputs[0]),
+                 Scalar(call.input_values[1], call.inputs[1].dtype),
+                 Tensor(call.out));
+  }
+  NPU_TENSORS_ONLY(call)
+  return ACLNN(ctx, aclnnPowTensorTensor, Tensor(call.inputs[0]),
+               Tensor(call.inputs[1]), Tensor(call.out));
+}
+// pow(self, exponent) with the exponent a Python number.
+NPU_ELEMENTWISE(pow_scalar) {
+  NPU_TENSORS_ONLY(call)
+  if (!floating(call.out.dtype)) {
+    return torch_backend::kNotSupported;
+  }
+  return ACLNN(ctx, aclnnPowTensorScalar, Tensor(call.inputs[0]),
+               Scalar(call.scalars[0]), Tensor(call.out));
+}
 NPU_UNARY(relu, aclnnRelu)
 NPU_UNARY(gelu, aclnnGelu)
 NPU_POINTWISE(addcmul, aclnnAddcmul)
@@ -551,6 +650,215 @@ Status layer_norm_backward(const KernelContext& ctx,
       OptionalTensor(call.grad_bias));
 }
 
+// ---- dropout ---------------------------------------------------------------
+
+// A contiguous 1-D view of `n` elements at `data` (a workspace).
+TensorView flat_view(void* data, DType dtype, std::int64_t n) {
+  TensorView view;
+  view.data = data;
+  view.dtype = dtype;
+  view.dim = 1;
+  view.sizes[0] = n;
+  view.strides[0] = 1;
+  return view;
+}
+
+// aclnn draws a bit mask (aclnnDropoutGenMaskV2; in a graph its Tensor form,
+// which reads the seed core refreshes before each replay from device memory)
+// and applies it (aclnnDropoutDoMask). Core's Bool mask is that mask applied
+// to ones, nonzero where an element is kept.
+Status dropout(const KernelContext& ctx,
+               const torch_backend::DropoutCall& call) {
+  const DType dtype = call.input.dtype;
+  if (dtype != DType::Float32 && dtype != DType::Float16 &&
+      dtype != DType::BFloat16) {
+    return torch_backend::kNotSupported;
+  }
+  const std::int64_t n = call.input.numel();
+  const std::int64_t mask_bytes = (n + 127) / 128 * 128 / 8;
+  torch_backend::KernelWorkspace bits_memory(ctx, mask_bytes);
+  const TensorView bits =
+      flat_view(bits_memory.get(), DType::UInt8, mask_bytes);
+  const IntArray shape({n});
+  const auto offset = static_cast<std::int64_t>(call.offset);
+  Status drawn = 0;
+  if (call.seed_on_device != nullptr) {
+    torch_backend::KernelWorkspace zero_memory(ctx, sizeof(std::int64_t));
+    const TensorView zero = flat_view(zero_memory.get(), DType::Int64, 1);
+    ScalarValue zero_value;
+    zero_value.is_integral = true;
+    drawn =
+        ACLNN(ctx, aclnnInplaceFillScalar, Tensor(zero), Scalar(zero_value));
+    if (drawn == 0) {
+      const TensorView seed = flat_view(
+          const_cast<std::uint64_t*>(call.seed_on_device), DType::Int64, 1);
+      drawn =
+          ACLNN(ctx, aclnnDropoutGenMaskV2Tensor, shape, call.p, Tensor(seed),
+                Tensor(zero), offset, acl_dtype(dtype), Tensor(bits));
+    }
+  } else {
+    drawn = ACLNN(ctx, aclnnDropoutGenMaskV2, shape, call.p,
+                  static_cast<std::int64_t>(call.seed), offset,
+                  acl_dtype(dtype), Tensor(bits));
+  }
+  if (drawn != 0) {
+    return drawn;
+  }
+  const std::size_t bytes = n * torch_backend::element_size(dtype);
+  torch_backend::KernelWorkspace ones_memory(ctx, bytes);
+  torch_backend::KernelWorkspace kept_memory(ctx, bytes);
+  const TensorView ones = flat_view(ones_memory.get(), dtype, n);
+  const TensorView kept = flat_view(kept_memory.get(), dtype, n);
+  ScalarValue one;
+  one.as_double = 1;
+  ScalarValue zero;
+  Status status = ACLNN(ctx, aclnnInplaceFillScalar, Tensor(ones), Scalar(one));
+  if (status == 0) {
+    status = ACLNN(ctx, aclnnDropoutDoMask, Tensor(ones), Tensor(bits), call.p,
+                   Tensor(kept));
+  }
+  if (status == 0) {
+    status = ACLNN(ctx, aclnnNeScalar, Tensor(kept), Scalar(zero),
+                   Tensor(call.mask));
+  }
+  if (status == 0) {
+    status = ACLNN(ctx, aclnnDropoutDoMask, Tensor(call.input), Tensor(bits),
+                   call.p, Tensor(call.out));
+  }
+  return status;
+}
+
+// ---- convolution ------------------------------------------------------------
+
+// The first `count` entries of one of the parameter arrays.
+IntArray first(const std::int64_t* values, std::int32_t count) {
+  return IntArray(std::vector<std::int64_t>(values, values + count));
+}
+
+bool contiguous(const TensorView& view) {
+  std::int64_t expected = 1;
+  for (std::int32_t d = view.dim - 1; d >= 0; --d) {
+    if (view.sizes[d] != 1 && view.strides[d] != expected) {
+      return false;
+    }
+    expected *= view.sizes[d];
+  }
+  return true;
+}
+
+// aclnn writes NCHW outputs only (its inputs may be strided): channels-last
+// outputs are left to the fallback.
+bool contiguous_outputs(std::initializer_list<const TensorView*> outputs) {
+  for (const TensorView* view : outputs) {
+    if (view->data != nullptr && !contiguous(*view)) {
+      return false;
+    }
+  }
+  return true;
+}
+
+Status convolution(const KernelContext& ctx,
+                   const torch_backend::ConvolutionCall& call) {
+  if (!contiguous_outputs({&call.out})) {
+    return torch_backend::kNotSupported;
+  }
+  const auto& p = call.params;
+  return ACLNN(ctx, aclnnConvolution, Tensor(call.input), Tensor(call.weight),
+               OptionalTensor(call.bias), first(p.stride, p.spatial_dims),
+               first(p.padding, p.spatial_dims),
+               first(p.dilation, p.spatial_dims), p.transposed,
+               first(p.output_padding, p.spatial_dims), p.groups,
+               Tensor(call.out), kKeepDtype);
+}
+
+Status convolution_backward(
+    const KernelContext& ctx,
+    const torch_backend::ConvolutionBackwardCall& call) {
+  if (!contiguous_outputs(
+          {&call.grad_input, &call.grad_weight, &call.grad_bias})) {
+    return torch_backend::kNotSupported;
+  }
+  const auto& p = call.params;
+  const IntArray bias_sizes({call.grad_out.sizes[1]});
+  return ACLNN(
+      ctx, aclnnConvolutionBackward, Tensor(call.grad_out), Tensor(call.input),
+      Tensor(call.weight), bias_sizes, first(p.stride, p.spatial_dims),
+      first(p.padding, p.spatial_dims), first(p.dilation, p.spatial_dims),
+      p.transposed, first(p.output_padding, p.spatial_dims),
+      static_cast<int>(p.groups),
+      OutputMask(call.grad_input, call.grad_weight, call.grad_bias), kKeepDtype,
+      OptionalTensor(call.grad_input), OptionalTensor(call.grad_weight),
+      OptionalTensor(call.grad_bias));
+}
+
+// ---- pooling
+// ------------------------------------------------------------------
+
+Status max_pool(const KernelContext& ctx, const torch_backend::PoolCall& call) {
+  if (!contiguous_outputs({&call.out, &call.indices})) {
+    return torch_backend::kNotSupported;
+  }
+  const auto& p = call.params;
+  return ACLNN(ctx, aclnnMaxPool2dWithIndices, Tensor(call.input),
+               first(p.kernel, 2), first(p.stride, 2), first(p.padding, 2),
+               first(p.dilation, 2), p.ceil_mode, Tensor(call.out),
+               Tensor(call.indices));
+}
+
+Status max_pool_backward(const KernelContext& ctx,
+                         const torch_backend::PoolBackwardCall& call) {
+  if (!contiguous_outputs({&call.grad_input})) {
+    return torch_backend::kNotSupported;
+  }
+  const auto& p = call.params;
+  return ACLNN(ctx, aclnnMaxPool2dWithIndicesBackward, Tensor(call.grad_out),
+               Tensor(call.input), Tensor(call.indices), first(p.kernel, 2),
+               first(p.stride, 2), first(p.padding, 2), first(p.dilation, 2),
+               p.ceil_mode, Tensor(call.grad_input));
+}
+
+Status avg_pool(const KernelContext& ctx, const torch_backend::PoolCall& call) {
+  if (!contiguous_outputs({&call.out})) {
+    return torch_backend::kNotSupported;
+  }
+  const auto& p = call.params;
+  return ACLNN(ctx, aclnnAvgPool2d, Tensor(call.input), first(p.kernel, 2),
+               first(p.stride, 2), first(p.padding, 2), p.ceil_mode,
+               p.count_include_pad, p.divisor_override, kKeepDtype,
+               Tensor(call.out));
+}
+
+Status avg_pool_backward(const KernelContext& ctx,
+                         const torch_backend::PoolBackwardCall& call) {
+  if (!contiguous_outputs({&call.grad_input})) {
+    return torch_backend::kNotSupported;
+  }
+  const auto& p = call.params;
+  return ACLNN(ctx, aclnnAvgPool2dBackward, Tensor(call.grad_out),
+               Tensor(call.input), first(p.kernel, 2), first(p.stride, 2),
+               first(p.padding, 2), p.ceil_mode, p.count_include_pad,
+               p.divisor_override, kKeepDtype, Tensor(call.grad_input));
+}
+
+Status adaptive_avg_pool(const KernelContext& ctx,
+                         const torch_backend::PoolCall& call) {
+  if (!contiguous_outputs({&call.out})) {
+    return torch_backend::kNotSupported;
+  }
+  const IntArray output_size({call.out.sizes[2], call.out.sizes[3]});
+  return ACLNN(ctx, aclnnAdaptiveAvgPool2d, Tensor(call.input), output_size,
+               Tensor(call.out));
+}
+
+Status adaptive_avg_pool_backward(const KernelContext& ctx,
+                                  const torch_backend::PoolBackwardCall& call) {
+  if (!contiguous_outputs({&call.grad_input})) {
+    return torch_backend::kNotSupported;
+  }
+  return ACLNN(ctx, aclnnAdaptiveAvgPool2dBackward, Tensor(call.grad_out),
+               Tensor(call.input), Tensor(call.grad_input));
+}
+
 }  // namespace
 
 TORCH_BACKEND_DEFINE_DEVICE_KERNELS(kernels) {
@@ -575,6 +883,19 @@ TORCH_BACKEND_DEFINE_DEVICE_KERNELS(kernels) {
        {"neg", &neg},
        {"tanh", &tanh},
        {"sigmoid", &sigmoid},
+       {"reciprocal", &reciprocal},
+       {"pow", &pow},
+       {"pow_scalar", &pow_scalar},
+       {"sin", &sin},
+       {"cos", &cos},
+       {"silu", &silu},
+       {"erf", &erf},
+       {"silu_backward", &silu_backward},
+       {"sigmoid_backward", &sigmoid_backward},
+       {"arange", &arange},
+       {"lerp", &lerp},
+       {"lerp_scalar", &lerp_scalar},
+       {"masked_fill", &masked_fill},
        {"relu", &relu},
        {"gelu", &gelu},
        {"threshold_backward", &threshold_backward},
@@ -603,4 +924,10 @@ TORCH_BACKEND_DEFINE_DEVICE_KERNELS(kernels) {
   kernels.indexing("index_add", &index_add);
   kernels.arg_reduction("max", &max_dim);
   kernels.arg_reduction("min", &min_dim);
+  kernels.dropout(&dropout);
+  kernels.convolution(&convolution, &convolution_backward);
+  kernels.pooling("max_pool2d", &max_pool, &max_pool_backward);
+  kernels.pooling("avg_pool2d", &avg_pool, &avg_pool_backward);
+  kernels.pooling("adaptive_avg_pool2d", &adaptive_avg_pool,
+                  &adaptive_avg_pool_backward);
 }

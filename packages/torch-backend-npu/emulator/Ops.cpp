@@ -5,6 +5,8 @@
 // how much workspace it needs; Xxx checks the workspace it is given and
 // enqueues the computation on the stream.
 #include <ATen/core/Tensor.h>
+#include <ATen/ops/_adaptive_avg_pool2d.h>
+#include <ATen/ops/_adaptive_avg_pool2d_backward.h>
 #include <ATen/ops/_log_softmax.h>
 #include <ATen/ops/_log_softmax_backward_data.h>
 #include <ATen/ops/_softmax.h>
@@ -14,10 +16,17 @@
 #include <ATen/ops/addcmul.h>
 #include <ATen/ops/amax.h>
 #include <ATen/ops/amin.h>
+#include <ATen/ops/arange.h>
+#include <ATen/ops/avg_pool2d.h>
+#include <ATen/ops/avg_pool2d_backward.h>
 #include <ATen/ops/baddbmm.h>
+#include <ATen/ops/convolution.h>
+#include <ATen/ops/convolution_backward.h>
+#include <ATen/ops/cos.h>
 #include <ATen/ops/div.h>
 #include <ATen/ops/empty.h>
 #include <ATen/ops/eq.h>
+#include <ATen/ops/erf.h>
 #include <ATen/ops/exp.h>
 #include <ATen/ops/from_blob.h>
 #include <ATen/ops/gather.h>
@@ -28,9 +37,13 @@
 #include <ATen/ops/index_add.h>
 #include <ATen/ops/index_select.h>
 #include <ATen/ops/le.h>
+#include <ATen/ops/lerp.h>
 #include <ATen/ops/log.h>
 #include <ATen/ops/lt.h>
+#include <ATen/ops/masked_fill.h>
 #include <ATen/ops/max.h>
+#include <ATen/ops/max_pool2d_with_indices.h>
+#include <ATen/ops/max_pool2d_with_indices_backward.h>
 #include <ATen/ops/maximum.h>
 #include <ATen/ops/mean.h>
 #include <ATen/ops/min.h>
@@ -44,10 +57,16 @@
 #include <ATen/ops/neg.h>
 #include <ATen/ops/nll_loss_backward.h>
 #include <ATen/ops/nll_loss_forward.h>
+#include <ATen/ops/pow.h>
+#include <ATen/ops/reciprocal.h>
 #include <ATen/ops/relu.h>
 #include <ATen/ops/rsqrt.h>
 #include <ATen/ops/scatter_add.h>
 #include <ATen/ops/sigmoid.h>
+#include <ATen/ops/sigmoid_backward.h>
+#include <ATen/ops/silu.h>
+#include <ATen/ops/silu_backward.h>
+#include <ATen/ops/sin.h>
 #include <ATen/ops/sqrt.h>
 #include <ATen/ops/sub.h>
 #include <ATen/ops/sum.h>
@@ -62,6 +81,8 @@
 #include <array>
 #include <cstring>
 #include <functional>
+#include <initializer_list>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -373,6 +394,19 @@ EMULATOR_SCALAR_BINARY(aclnnLtScalar, at::lt_out)
 EMULATOR_SCALAR_BINARY(aclnnLeScalar, at::le_out)
 EMULATOR_SCALAR_BINARY(aclnnGtScalar, at::gt_out)
 EMULATOR_SCALAR_BINARY(aclnnGeScalar, at::ge_out)
+EMULATOR_BINARY(aclnnPowTensorTensor, at::pow_out)
+EMULATOR_SCALAR_BINARY(aclnnPowTensorScalar, at::pow_out)
+
+EMULATOR_OP aclnnStatus aclnnPowScalarTensorGetWorkspaceSize(
+    const aclScalar* self, const aclTensor* exponent, aclTensor* out,
+    uint64_t* workspaceSize, aclOpExecutor** executor) {
+  Plan plan("aclnnPowScalarTensor");
+  auto base = plan.scalar(self);
+  auto e = plan.required(exponent), o = plan.required(out);
+  return plan.finish(workspaceSize, executor, 0,
+                     [=]() mutable { at::pow_out(o, base, e); });
+}
+EMULATOR_LAUNCH(aclnnPowScalarTensor)
 EMULATOR_UNARY(aclnnExp, at::exp_out)
 EMULATOR_UNARY(aclnnLog, at::log_out)
 EMULATOR_UNARY(aclnnSqrt, at::sqrt_out)
@@ -380,6 +414,11 @@ EMULATOR_UNARY(aclnnRsqrt, at::rsqrt_out)
 EMULATOR_UNARY(aclnnNeg, at::neg_out)
 EMULATOR_UNARY(aclnnTanh, at::tanh_out)
 EMULATOR_UNARY(aclnnSigmoid, at::sigmoid_out)
+EMULATOR_UNARY(aclnnReciprocal, at::reciprocal_out)
+EMULATOR_UNARY(aclnnSin, at::sin_out)
+EMULATOR_UNARY(aclnnCos, at::cos_out)
+EMULATOR_UNARY(aclnnSilu, at::silu_out)
+EMULATOR_UNARY(aclnnErf, at::erf_out)
 
 namespace {
 void relu_into(at::Tensor& out, const at::Tensor& self) {
@@ -402,6 +441,57 @@ EMULATOR_UNARY(aclnnRelu, relu_into)
 EMULATOR_UNARY(aclnnGelu, gelu_into)
 EMULATOR_BINARY(aclnnGeluBackward, gelu_backward_into)
 EMULATOR_BINARY(aclnnTanhBackward, tanh_backward_into)
+EMULATOR_BINARY(aclnnSiluBackward, at::silu_backward_out)
+EMULATOR_BINARY(aclnnSigmoidBackward, at::sigmoid_backward_out)
+
+EMULATOR_OP aclnnStatus aclnnArangeGetWorkspaceSize(
+    const aclScalar* start, const aclScalar* end, const aclScalar* step,
+    aclTensor* out, uint64_t* workspaceSize, aclOpExecutor** executor) {
+  Plan plan("aclnnArange");
+  auto o = plan.required(out);
+  auto first = plan.scalar(start), last = plan.scalar(end),
+       by = plan.scalar(step);
+  return plan.finish(workspaceSize, executor, 0, [=]() mutable {
+    // Into a contiguous result of out's size (ATen's own size rule), then out.
+    at::Tensor values = at::empty({o.numel()}, o.options());
+    at::arange_out(values, first, last, by);
+    o.copy_(values.view(o.sizes()));
+  });
+}
+EMULATOR_LAUNCH(aclnnArange)
+
+EMULATOR_OP aclnnStatus aclnnLerpGetWorkspaceSize(
+    const aclTensor* self, const aclTensor* end, const aclTensor* weight,
+    aclTensor* out, uint64_t* workspaceSize, aclOpExecutor** executor) {
+  Plan plan("aclnnLerp");
+  auto a = plan.required(self), b = plan.required(end),
+       w = plan.required(weight), o = plan.required(out);
+  return plan.finish(workspaceSize, executor, 0,
+                     [=]() mutable { at::lerp_out(o, a, b, w); });
+}
+EMULATOR_LAUNCH(aclnnLerp)
+
+EMULATOR_OP aclnnStatus aclnnLerpsGetWorkspaceSize(
+    const aclTensor* self, const aclTensor* end, const aclScalar* weight,
+    aclTensor* out, uint64_t* workspaceSize, aclOpExecutor** executor) {
+  Plan plan("aclnnLerps");
+  auto a = plan.required(self), b = plan.required(end), o = plan.required(out);
+  auto w = plan.scalar(weight);
+  return plan.finish(workspaceSize, executor, 0,
+                     [=]() mutable { at::lerp_out(o, a, b, w); });
+}
+EMULATOR_LAUNCH(aclnnLerps)
+
+EMULATOR_OP aclnnStatus aclnnInplaceMaskedFillScalarGetWorkspaceSize(
+    aclTensor* selfRef, const aclTensor* mask, const aclScalar* value,
+    uint64_t* workspaceSize, aclOpExecutor** executor) {
+  Plan plan("aclnnInplaceMaskedFillScalar");
+  auto dst = plan.required(selfRef), m = plan.required(mask);
+  auto v = plan.scalar(value);
+  return plan.finish(workspaceSize, executor, 0,
+                     [=]() mutable { dst.masked_fill_(m, v); });
+}
+EMULATOR_LAUNCH(aclnnInplaceMaskedFillScalar)
 
 EMULATOR_OP aclnnStatus aclnnThresholdBackwardGetWorkspaceSize(
     const aclTensor* gradOutput, const aclTensor* self,
@@ -444,6 +534,142 @@ EMULATOR_LAUNCH(aclnnSWhere)
 
 EMULATOR_POINTWISE(aclnnAddcmul, at::addcmul_out)
 EMULATOR_POINTWISE(aclnnAddcdiv, at::addcdiv_out)
+
+// ---- dropout: a bit mask drawn from (seed, offset), then applied ----------
+// Bit i of the mask (byte i / 8, bit i % 8) keeps element i when a uniform
+// draw for counter offset + i falls below 1 - prob. The emulator's own
+// counter-based generator (CANN's is Philox): reproducible from seed and
+// offset, as the real one is.
+namespace {
+
+std::uint64_t mix(std::uint64_t x) {
+  x += 0x9E3779B97F4A7C15ULL;
+  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ULL;
+  x = (x ^ (x >> 27)) * 0x94D049BB133111EBULL;
+  return x ^ (x >> 31);
+}
+
+std::int64_t mask_bytes(std::int64_t elements) {
+  return (elements + 127) / 128 * 128 / 8;
+}
+
+void draw_mask(at::Tensor& bits, std::int64_t elements, double prob,
+               std::uint64_t seed, std::uint64_t offset) {
+  auto* out = bits.data_ptr<std::uint8_t>();
+  std::memset(out, 0, bits.numel());
+  const double keep = 1.0 - prob;
+  for (std::int64_t i = 0; i < elements; ++i) {
+    const std::uint64_t draw = mix(seed ^ mix(offset + i));
+    const double u = static_cast<double>(draw >> 40) / 16777216.0;
+    if (u < keep) {
+      out[i / 8] |= static_cast<std::uint8_t>(1u << (i % 8));
+    }
+  }
+}
+
+// Checks shared by both forms; the number of elements, or -1.
+std::int64_t plan_mask(Plan& plan, const aclIntArray* shape, double prob,
+                       aclDataType prob_dtype, const at::Tensor& bits) {
+  std::int64_t elements = 1;
+  for (const std::int64_t size : plan.ints(shape)) {
+    elements *= size;
+  }
+  if (prob < 0 || prob > 1) {
+    fail(ACLNN_ERR_PARAM_INVALID,
+         "aclnnDropoutGenMask: prob must be in [0, 1]");
+    return -1;
+  }
+  if (prob_dtype != ACL_FLOAT && prob_dtype != ACL_FLOAT16 &&
+      prob_dtype != ACL_BF16) {
+    fail(ACLNN_ERR_PARAM_INVALID,
+         "aclnnDropoutGenMask: probDataType must be FLOAT, FLOAT16 or BF16");
+    return -1;
+  }
+  if (bits.defined() && (bits.scalar_type() != at::kByte ||
+                         bits.numel() != mask_bytes(elements))) {
+    fail(ACLNN_ERR_PARAM_INVALID,
+         "aclnnDropoutGenMask: out must be UINT8 of align(elements, 128) / 8 "
+         "bytes");
+    return -1;
+  }
+  return elements;
+}
+
+}  // namespace
+
+EMULATOR_OP aclnnStatus aclnnDropoutGenMaskV2GetWorkspaceSize(
+    const aclIntArray* shape, double prob, int64_t seed, int64_t offset,
+    aclDataType probDataType, aclTensor* out, uint64_t* workspaceSize,
+    aclOpExecutor** executor) {
+  Plan plan("aclnnDropoutGenMaskV2");
+  auto bits = plan.required(out);
+  const std::int64_t elements =
+      plan_mask(plan, shape, prob, probDataType, bits);
+  if (elements < 0) {
+    return ACLNN_ERR_PARAM_INVALID;
+  }
+  return plan.finish(workspaceSize, executor, 0, [=]() mutable {
+    draw_mask(bits, elements, prob, static_cast<std::uint64_t>(seed),
+              static_cast<std::uint64_t>(offset));
+  });
+}
+EMULATOR_LAUNCH(aclnnDropoutGenMaskV2)
+
+EMULATOR_OP aclnnStatus aclnnDropoutGenMaskV2TensorGetWorkspaceSize(
+    const aclIntArray* shape, double prob, const aclTensor* seedTensor,
+    const aclTensor* offsetTensor, int64_t offset, aclDataType probDataType,
+    aclTensor* out, uint64_t* workspaceSize, aclOpExecutor** executor) {
+  Plan plan("aclnnDropoutGenMaskV2Tensor");
+  auto bits = plan.required(out), seed = plan.required(seedTensor),
+       base = plan.required(offsetTensor);
+  const std::int64_t elements =
+      plan_mask(plan, shape, prob, probDataType, bits);
+  if (elements < 0) {
+    return ACLNN_ERR_PARAM_INVALID;
+  }
+  if (seed.scalar_type() != at::kLong || seed.numel() != 1 ||
+      base.scalar_type() != at::kLong || base.numel() != 1) {
+    return fail(ACLNN_ERR_PARAM_INVALID,
+                "aclnnDropoutGenMaskV2Tensor: seedTensor and offsetTensor "
+                "must be INT64 of shape [1]");
+  }
+  // Seed and offset are read when the operator runs, not when it is planned.
+  return plan.finish(workspaceSize, executor, 0, [=]() mutable {
+    draw_mask(bits, elements, prob,
+              static_cast<std::uint64_t>(seed.item<int64_t>()),
+              static_cast<std::uint64_t>(base.item<int64_t>() + offset));
+  });
+}
+EMULATOR_LAUNCH(aclnnDropoutGenMaskV2Tensor)
+
+EMULATOR_OP aclnnStatus aclnnDropoutDoMaskGetWorkspaceSize(
+    const aclTensor* self, const aclTensor* mask, double prob, aclTensor* out,
+    uint64_t* workspaceSize, aclOpExecutor** executor) {
+  Plan plan("aclnnDropoutDoMask");
+  auto a = plan.required(self), bits = plan.required(mask),
+       o = plan.required(out);
+  if (a.defined() && bits.defined() &&
+      (bits.scalar_type() != at::kByte ||
+       bits.numel() < mask_bytes(a.numel()) || !a.is_contiguous() ||
+       !o.is_contiguous() || o.numel() != a.numel())) {
+    return fail(ACLNN_ERR_PARAM_INVALID,
+                "aclnnDropoutDoMask: contiguous self and out of one size, and "
+                "a UINT8 mask of align(elements, 128) / 8 bytes");
+  }
+  return plan.finish(workspaceSize, executor, 0, [=]() mutable {
+    const auto* keep = bits.data_ptr<std::uint8_t>();
+    const std::int64_t n = a.numel();
+    at::Tensor kept = at::empty({n}, a.options().dtype(at::kFloat));
+    float* k = kept.data_ptr<float>();
+    const float scale =
+        prob >= 1 ? 0.0f : static_cast<float>(1.0 / (1.0 - prob));
+    for (std::int64_t i = 0; i < n; ++i) {
+      k[i] = (keep[i / 8] >> (i % 8)) & 1u ? scale : 0.0f;
+    }
+    o.view({n}).copy_(at::mul(a.reshape({n}).to(at::kFloat), kept));
+  });
+}
+EMULATOR_LAUNCH(aclnnDropoutDoMask)
 
 EMULATOR_OP aclnnStatus aclnnInplaceCopyGetWorkspaceSize(
     aclTensor* selfRef, const aclTensor* src, uint64_t* workspaceSize,
@@ -769,3 +995,189 @@ EMULATOR_LAUNCH(aclnnIndexAdd)
 
 EMULATOR_ARG_EXTREMUM(aclnnMaxDim, at::max)
 EMULATOR_ARG_EXTREMUM(aclnnMinDim, at::min)
+
+// ---- convolution and pooling
+// ------------------------------------------------- Outputs must be contiguous
+// (NCHW), as aclnn's are; inputs may be strided.
+namespace {
+
+bool contiguous_outputs(std::initializer_list<const at::Tensor*> outputs) {
+  for (const at::Tensor* out : outputs) {
+    if (out->defined() && !out->is_contiguous()) {
+      return false;
+    }
+  }
+  return true;
+}
+
+}  // namespace
+
+EMULATOR_OP aclnnStatus aclnnConvolutionGetWorkspaceSize(
+    const aclTensor* input, const aclTensor* weight, const aclTensor* bias,
+    const aclIntArray* stride, const aclIntArray* padding,
+    const aclIntArray* dilation, bool transposed,
+    const aclIntArray* outputPadding, const int64_t groups, aclTensor* output,
+    int8_t cubeMathType, uint64_t* workspaceSize, aclOpExecutor** executor) {
+  Plan plan("aclnnConvolution");
+  auto x = plan.required(input), w = plan.required(weight),
+       b = plan.tensor(bias), o = plan.required(output);
+  auto s = plan.ints(stride), p = plan.ints(padding), d = plan.ints(dilation),
+       op = plan.ints(outputPadding);
+  if (o.defined() && !contiguous_outputs({&o})) {
+    return fail(ACLNN_ERR_PARAM_INVALID,
+                "aclnnConvolution: output must be contiguous (NCHW)");
+  }
+  (void)cubeMathType;
+  return plan.finish(workspaceSize, executor, kScratch, [=]() mutable {
+    o.copy_(at::convolution(x, w, b, s, p, d, transposed, op, groups));
+  });
+}
+EMULATOR_LAUNCH(aclnnConvolution)
+
+EMULATOR_OP aclnnStatus aclnnConvolutionBackwardGetWorkspaceSize(
+    const aclTensor* gradOutput, const aclTensor* input,
+    const aclTensor* weight, const aclIntArray* biasSizes,
+    const aclIntArray* stride, const aclIntArray* padding,
+    const aclIntArray* dilation, bool transposed,
+    const aclIntArray* outputPadding, int groups,
+    const aclBoolArray* outputMask, int8_t cubeMathType, aclTensor* gradInput,
+    aclTensor* gradWeight, aclTensor* gradBias, uint64_t* workspaceSize,
+    aclOpExecutor** executor) {
+  Plan plan("aclnnConvolutionBackward");
+  auto g = plan.required(gradOutput), x = plan.required(input),
+       w = plan.required(weight), gx = plan.tensor(gradInput),
+       gw = plan.tensor(gradWeight), gb = plan.tensor(gradBias);
+  auto bias = plan.ints(biasSizes), s = plan.ints(stride),
+       p = plan.ints(padding), d = plan.ints(dilation),
+       op = plan.ints(outputPadding);
+  std::array<bool, 3> mask = {true, true, true};
+  if (outputMask != nullptr && outputMask->values.size() == 3) {
+    mask = {outputMask->values[0], outputMask->values[1],
+            outputMask->values[2]};
+  }
+  if ((mask[0] && !gx.defined()) || (mask[1] && !gw.defined()) ||
+      (mask[2] && !gb.defined())) {
+    return fail(
+        ACLNN_ERR_PARAM_NULLPTR,
+        "aclnnConvolutionBackward: an output the mask asks for is null");
+  }
+  if (!contiguous_outputs({&gx, &gw, &gb})) {
+    return fail(ACLNN_ERR_PARAM_INVALID,
+                "aclnnConvolutionBackward: outputs must be contiguous");
+  }
+  (void)cubeMathType;
+  return plan.finish(workspaceSize, executor, kScratch, [=]() mutable {
+    auto [dx, dw, db] = at::convolution_backward(g, x, w, bias, s, p, d,
+                                                 transposed, op, groups, mask);
+    if (mask[0]) {
+      gx.copy_(dx);
+    }
+    if (mask[1]) {
+      gw.copy_(dw);
+    }
+    if (mask[2]) {
+      gb.copy_(db);
+    }
+  });
+}
+EMULATOR_LAUNCH(aclnnConvolutionBackward)
+
+EMULATOR_OP aclnnStatus aclnnMaxPool2dWithIndicesGetWorkspaceSize(
+    const aclTensor* self, const aclIntArray* kernelSize,
+    const aclIntArray* stride, const aclIntArray* padding,
+    const aclIntArray* dilation, bool ceilMode, aclTensor* out,
+    aclTensor* indices, uint64_t* workspaceSize, aclOpExecutor** executor) {
+  Plan plan("aclnnMaxPool2dWithIndices");
+  auto x = plan.required(self), o = plan.required(out),
+       i = plan.required(indices);
+  auto k = plan.ints(kernelSize), s = plan.ints(stride), p = plan.ints(padding),
+       d = plan.ints(dilation);
+  return plan.finish(workspaceSize, executor, 0, [=]() mutable {
+    auto [values, where] = at::max_pool2d_with_indices(x, k, s, p, d, ceilMode);
+    o.copy_(values);
+    i.copy_(where);
+  });
+}
+EMULATOR_LAUNCH(aclnnMaxPool2dWithIndices)
+
+EMULATOR_OP aclnnStatus aclnnMaxPool2dWithIndicesBackwardGetWorkspaceSize(
+    const aclTensor* gradOutput, const aclTensor* self,
+    const aclTensor* indices, const aclIntArray* kernelSize,
+    const aclIntArray* stride, const aclIntArray* padding,
+    const aclIntArray* dilation, bool ceilMode, aclTensor* gradInput,
+    uint64_t* workspaceSize, aclOpExecutor** executor) {
+  Plan plan("aclnnMaxPool2dWithIndicesBackward");
+  auto g = plan.required(gradOutput), x = plan.required(self),
+       i = plan.required(indices), gx = plan.required(gradInput);
+  auto k = plan.ints(kernelSize), s = plan.ints(stride), p = plan.ints(padding),
+       d = plan.ints(dilation);
+  return plan.finish(workspaceSize, executor, 0, [=]() mutable {
+    gx.copy_(at::max_pool2d_with_indices_backward(g, x, k, s, p, d, ceilMode,
+                                                  i.to(at::kLong)));
+  });
+}
+EMULATOR_LAUNCH(aclnnMaxPool2dWithIndicesBackward)
+
+EMULATOR_OP aclnnStatus aclnnAvgPool2dGetWorkspaceSize(
+    const aclTensor* self, const aclIntArray* kernelSize,
+    const aclIntArray* strides, const aclIntArray* paddings, bool ceilMode,
+    bool countIncludePad, int64_t divisorOverride, int8_t cubeMathType,
+    aclTensor* out, uint64_t* workspaceSize, aclOpExecutor** executor) {
+  Plan plan("aclnnAvgPool2d");
+  auto x = plan.required(self), o = plan.required(out);
+  auto k = plan.ints(kernelSize), s = plan.ints(strides),
+       p = plan.ints(paddings);
+  (void)cubeMathType;
+  const std::optional<int64_t> divisor =
+      divisorOverride == 0 ? std::nullopt
+                           : std::optional<int64_t>(divisorOverride);
+  return plan.finish(workspaceSize, executor, 0, [=]() mutable {
+    o.copy_(at::avg_pool2d(x, k, s, p, ceilMode, countIncludePad, divisor));
+  });
+}
+EMULATOR_LAUNCH(aclnnAvgPool2d)
+
+EMULATOR_OP aclnnStatus aclnnAvgPool2dBackwardGetWorkspaceSize(
+    const aclTensor* gradOutput, const aclTensor* self,
+    const aclIntArray* kernelSize, const aclIntArray* stride,
+    const aclIntArray* padding, bool ceilMode, bool countIncludePad,
+    int64_t divisorOverride, int8_t cubeMathType, aclTensor* gradInput,
+    uint64_t* workspaceSize, aclOpExecutor** executor) {
+  Plan plan("aclnnAvgPool2dBackward");
+  auto g = plan.required(gradOutput), x = plan.required(self),
+       gx = plan.required(gradInput);
+  auto k = plan.ints(kernelSize), s = plan.ints(stride), p = plan.ints(padding);
+  (void)cubeMathType;
+  const std::optional<int64_t> divisor =
+      divisorOverride == 0 ? std::nullopt
+                           : std::optional<int64_t>(divisorOverride);
+  return plan.finish(workspaceSize, executor, 0, [=]() mutable {
+    gx.copy_(at::avg_pool2d_backward(g, x, k, s, p, ceilMode, countIncludePad,
+                                     divisor));
+  });
+}
+EMULATOR_LAUNCH(aclnnAvgPool2dBackward)
+
+EMULATOR_OP aclnnStatus aclnnAdaptiveAvgPool2dGetWorkspaceSize(
+    const aclTensor* self, const aclIntArray* outputSize, aclTensor* out,
+    uint64_t* workspaceSize, aclOpExecutor** executor) {
+  Plan plan("aclnnAdaptiveAvgPool2d");
+  auto x = plan.required(self), o = plan.required(out);
+  auto size = plan.ints(outputSize);
+  return plan.finish(workspaceSize, executor, 0, [=]() mutable {
+    o.copy_(at::_adaptive_avg_pool2d(x, size));
+  });
+}
+EMULATOR_LAUNCH(aclnnAdaptiveAvgPool2d)
+
+EMULATOR_OP aclnnStatus aclnnAdaptiveAvgPool2dBackwardGetWorkspaceSize(
+    const aclTensor* gradOutput, const aclTensor* self, aclTensor* gradInput,
+    uint64_t* workspaceSize, aclOpExecutor** executor) {
+  Plan plan("aclnnAdaptiveAvgPool2dBackward");
+  auto g = plan.required(gradOutput), x = plan.required(self),
+       gx = plan.required(gradInput);
+  return plan.finish(workspaceSize, executor, 0, [=]() mutable {
+    gx.copy_(at::_adaptive_avg_pool2d_backward(g, x));
+  });
+}
+EMULATOR_LAUNCH(aclnnAdaptiveAvgPool2dBackward)

@@ -70,7 +70,7 @@ def test_out_of_memory_is_torch_out_of_memory_and_recoverable() -> None:
 
 
 def test_injected_runtime_failure_is_a_clear_error_and_transient() -> None:
-    # The second synchronous copy (the first fills `t`) fails inside the
+    # The first synchronous copy (arange fills `t` on the device) fails inside the
     # runtime, with ACL's error code and aclGetRecentErrMsg's text; the next works.
     out = run(
         "import torch\n"
@@ -80,7 +80,7 @@ def test_injected_runtime_failure_is_a_clear_error_and_transient() -> None:
         "except RuntimeError as error:\n"
         "    print('failed:', 'ACL error 507000: EE9999: [acl emulator] aclrtMemcpy: injected failure' in str(error))\n"
         "print(t.cpu().tolist())\n",
-        ACL_EMULATOR_FAIL="aclrtMemcpy:2",
+        ACL_EMULATOR_FAIL="aclrtMemcpy:1",
     )
     assert out.splitlines() == ["failed: True", "[0.0, 1.0, 2.0, 3.0, 4.0, 5.0]"]
 

@@ -42,6 +42,8 @@ void activate(DeviceRuntime* runtime) {
   register_index_kernels(*lib);
   register_norm_kernels(*lib);
   register_random_kernels(*lib);
+  register_convolution_kernels(*lib);
+  register_pooling_kernels(*lib);
   register_attention_kernels(*lib);
   register_composite_kernels(*lib);
   register_stub_kernels(*lib);

@@ -19,46 +19,13 @@
 #include <cstddef>
 #include <cstdint>
 
+#include <torch_backend/DType.h>
 #include <torch_backend/DeviceRuntime.h>
 
 namespace torch_backend {
 
 // Bumped whenever a descriptor layout or kernel signature changes.
-constexpr int kDeviceKernelsAbiVersion = 8;
-
-enum class DType : std::int8_t {
-  Bool,
-  UInt8,
-  Int8,
-  Int16,
-  Int32,
-  Int64,
-  Float16,
-  BFloat16,
-  Float32,
-  Float64,
-};
-
-// Bytes per element of `dtype`.
-constexpr std::size_t element_size(DType dtype) {
-  switch (dtype) {
-    case DType::Bool:
-    case DType::UInt8:
-    case DType::Int8:
-      return 1;
-    case DType::Int16:
-    case DType::Float16:
-    case DType::BFloat16:
-      return 2;
-    case DType::Int32:
-    case DType::Float32:
-      return 4;
-    case DType::Int64:
-    case DType::Float64:
-      return 8;
-  }
-  return 0;
-}
+constexpr int kDeviceKernelsAbiVersion = 10;
 
 constexpr int kMaxKernelDims = 25;  // TensorIterator's limit
 
@@ -379,6 +346,76 @@ struct AttentionBackwardCall {
 using AttentionBackwardKernel = Status (*)(const KernelContext& ctx,
                                            const AttentionBackwardCall& call);
 
+// ---- Convolution ------------------------------------------------------------
+// torch.nn.functional.conv{1,2,3}d and conv_transpose{1,2,3}d (ATen's
+// `convolution`): input (N, C_in, *spatial), weight (C_out, C_in / groups,
+// *kernel) or, transposed, (C_in, C_out / groups, *kernel), bias (C_out) or
+// absent, out (N, C_out, *out_spatial). All of one floating dtype (Float32,
+// Float16, BFloat16), strided: core passes contiguous memory, or channels-last
+// when the input or weight is channels-last (out then is too). Core has
+// checked the shapes (the CPU's errors come from the fallback); a kernel
+// returns kNotSupported to decline a case, which then runs on the fallback.
+// allow_reduced_precision: float32 convolutions may use a faster, less
+// precise internal format (TF32), as torch.backends.cudnn.allow_tf32 allows
+// CUDA's (on by default in PyTorch); other dtypes ignore it.
+struct ConvolutionParams {
+  std::int32_t spatial_dims = 2;  // 1 to 3; the arrays' first entries count
+  std::int64_t stride[3] = {1, 1, 1};
+  std::int64_t padding[3] = {0, 0, 0};
+  std::int64_t dilation[3] = {1, 1, 1};
+  std::int64_t output_padding[3] = {0, 0, 0};  // transposed only
+  bool transposed = false;
+  std::int64_t groups = 1;
+  bool allow_reduced_precision = false;
+};
+struct ConvolutionCall {
+  TensorView out, input, weight, bias;
+  ConvolutionParams params;
+};
+using ConvolutionKernel = Status (*)(const KernelContext& ctx,
+                                     const ConvolutionCall& call);
+// Backward: grad_input (input's shape and layout), grad_weight (weight's),
+// grad_bias (C_out), each only where its data is set, from grad_out, input
+// and weight.
+struct ConvolutionBackwardCall {
+  TensorView grad_input, grad_weight, grad_bias, grad_out, input, weight;
+  ConvolutionParams params;
+};
+using ConvolutionBackwardKernel =
+    Status (*)(const KernelContext& ctx, const ConvolutionBackwardCall& call);
+
+// ---- Pooling (2-d) ----------------------------------------------------------
+// Over input (N, C, H, W), contiguous or channels-last (outputs alike), of a
+// floating dtype; shapes checked by core with ATen's own meta functions.
+// max_pool2d: out and indices (Int64: the flat index h * W + w of each
+// maximum within its (n, c) plane, NaN winning, the first of equals taken, as
+// PyTorch); its backward scatters grad_out into grad_input (zeroed by the
+// kernel) at those indices, adding where windows overlap. avg_pool2d: the mean
+// of each window, padding counted when count_include_pad, or divided by
+// divisor_override when it is nonzero. adaptive_avg_pool2d: window (i, j) of
+// out (OH, OW) covers rows [floor(i * H / OH), ceil((i + 1) * H / OH)) and
+// the same for columns, as PyTorch.
+struct Pool2dParams {
+  std::int64_t kernel[2] = {1, 1};
+  std::int64_t stride[2] = {1, 1};
+  std::int64_t padding[2] = {0, 0};
+  std::int64_t dilation[2] = {1, 1};  // max_pool2d only
+  bool ceil_mode = false;
+  bool count_include_pad = true;      // avg_pool2d only
+  std::int64_t divisor_override = 0;  // avg_pool2d only; 0: none
+};
+struct PoolCall {
+  TensorView out, indices, input;  // indices: max_pool2d only
+  Pool2dParams params;             // not for adaptive_avg_pool2d
+};
+using PoolKernel = Status (*)(const KernelContext& ctx, const PoolCall& call);
+struct PoolBackwardCall {
+  TensorView grad_input, grad_out, input, indices;  // indices: max_pool2d
+  Pool2dParams params;
+};
+using PoolBackwardKernel = Status (*)(const KernelContext& ctx,
+                                      const PoolBackwardCall& call);
+
 // ---- Scratch memory ---------------------------------------------------------
 // Device memory for one kernel call (an aclnn workspace, a BLAS workspace),
 // from core's caching allocator on ctx's device and stream: call from inside
@@ -433,6 +470,11 @@ class TORCH_BACKEND_API KernelRegistry {
   virtual void attention(AttentionKernel forward,
                          AttentionBackwardKernel backward) = 0;
   virtual void multi_tensor(const char* name, MultiTensorKernel kernel) = 0;
+  virtual void convolution(ConvolutionKernel forward,
+                           ConvolutionBackwardKernel backward) = 0;
+  // "max_pool2d", "avg_pool2d" or "adaptive_avg_pool2d".
+  virtual void pooling(const char* name, PoolKernel forward,
+                       PoolBackwardKernel backward) = 0;
 };
 
 }  // namespace torch_backend

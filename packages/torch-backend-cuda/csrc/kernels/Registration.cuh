@@ -9,6 +9,7 @@
 #include "Loss.cuh"
 #include "MultiTensor.cuh"
 #include "Norm.cuh"
+#include "Pooling.cuh"
 #include "Random.cuh"
 #include "Reduction.cuh"
 #include "Softmax.cuh"
@@ -26,6 +27,7 @@ inline void register_portable_kernels(torch_backend::KernelRegistry& kernels) {
   kernels.batch_norm(&batch_norm, &batch_norm_backward);
   kernels.dropout(&dropout);
   kernels.attention(&attention, &attention_backward);
+  register_pooling(kernels);
 }
 
 }  // namespace gpu

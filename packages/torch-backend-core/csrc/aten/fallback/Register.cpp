@@ -96,7 +96,15 @@ void register_cpu_fallback() {
     }
   }
   for (const char* name : kCompositesRefusingDevices) {
-    aten->impl(name, fallback());
+    // Unless the backend's kernels took it (Convolution.cpp).
+    const std::string qualified(name);
+    const auto dot = qualified.find('.');
+    auto op = dispatcher.findOp(c10::OperatorName(
+        "aten::" + qualified.substr(0, dot),
+        dot == std::string::npos ? "" : qualified.substr(dot + 1)));
+    if (!op || !op->hasKernelForDispatchKey(c10::DispatchKey::PrivateUse1)) {
+      aten->impl(name, fallback());
+    }
   }
 }
 

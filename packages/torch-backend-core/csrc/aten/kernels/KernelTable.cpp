@@ -75,8 +75,24 @@ class Table final : public KernelRegistry {
   void multi_tensor(const char* name, MultiTensorKernel kernel) override {
     add("multi_tensor", name, kernel, multi_tensor_);
   }
+  void convolution(ConvolutionKernel forward,
+                   ConvolutionBackwardKernel backward) override {
+    set_pair("convolution", forward, backward, convolution_,
+             convolution_backward_);
+  }
+  void pooling(const char* name, PoolKernel forward,
+               PoolBackwardKernel backward) override {
+    TORCH_CHECK(backward != nullptr, "pooling kernel '", name,
+                "' has no backward");
+    add("pooling", name, forward, pool_);
+    pool_backward_[name] = backward;
+  }
 
   ByName<ElementwiseKernel> elementwise_;
+  ConvolutionKernel convolution_ = nullptr;
+  ConvolutionBackwardKernel convolution_backward_ = nullptr;
+  ByName<PoolKernel> pool_;
+  ByName<PoolBackwardKernel> pool_backward_;
   ByName<MultiTensorKernel> multi_tensor_;
   AttentionKernel attention_ = nullptr;
   AttentionBackwardKernel attention_backward_ = nullptr;
@@ -169,6 +185,16 @@ ReductionKernel reduction_kernel(const std::string& name) {
   return lookup(table().reduction_, name);
 }
 GemmKernel gemm_kernel() { return table().gemm_; }
+ConvolutionKernel convolution_kernel() { return table().convolution_; }
+ConvolutionBackwardKernel convolution_backward_kernel() {
+  return table().convolution_backward_;
+}
+PoolKernel pool_kernel(const std::string& name) {
+  return lookup(table().pool_, name);
+}
+PoolBackwardKernel pool_backward_kernel(const std::string& name) {
+  return lookup(table().pool_backward_, name);
+}
 SoftmaxKernel softmax_kernel(const std::string& name) {
   return lookup(table().softmax_, name);
 }

@@ -31,5 +31,10 @@ LayerNormBackwardKernel layer_norm_backward_kernel();
 VarianceKernel variance_kernel();
 AttentionKernel attention_kernel();
 AttentionBackwardKernel attention_backward_kernel();
+ConvolutionKernel convolution_kernel();
+ConvolutionBackwardKernel convolution_backward_kernel();
+// "max_pool2d", "avg_pool2d", "adaptive_avg_pool2d".
+PoolKernel pool_kernel(const std::string& name);
+PoolBackwardKernel pool_backward_kernel(const std::string& name);
 
 }  // namespace torch_backend

@@ -22,16 +22,33 @@
 #include "../DeviceCheck.h"
 #include "../LaunchBlocking.h"
 #include "../OpReport.h"
+#include "DTypes.h"
 #include "ForcedFallback.h"
 
 namespace torch_backend {
 
-// The kernel dtype of an ATen dtype; nullopt for dtypes kernels never see
-// (complex, quantized, float8: those calls stay on the fallback).
-std::optional<DType> kernel_dtype(at::ScalarType type);
-
 // A tensor's own sizes and strides (not coalesced).
 TensorView view_of(const at::Tensor& tensor);
+
+// The tensors a kernel call's views point into, kept alive until the kernel
+// has been enqueued. A temporary (x.contiguous() of a strided x) would
+// otherwise go back to the caching allocator before the launch, and a
+// workspace the kernel allocates could be handed its memory while the kernel
+// reads it. Declare one before the call's views and keep it to the launch.
+class KeptTensors {
+ public:
+  TensorView view(at::Tensor tensor) {
+    kept_.push_back(std::move(tensor));
+    return view_of(kept_.back());
+  }
+  // An undefined tensor (an absent optional operand) gives an empty view.
+  TensorView view_or_absent(at::Tensor tensor) {
+    return tensor.defined() ? view(std::move(tensor)) : TensorView{};
+  }
+
+ private:
+  std::vector<at::Tensor> kept_;
+};
 // Operand `arg` of a built iterator, over its coalesced shape.
 TensorView view_of(const at::TensorIteratorBase& iter, int arg);
 

@@ -69,13 +69,14 @@ std::tuple<Tensor, Tensor, Tensor> forward(const Tensor& input,
   Tensor rstd = at::empty(shape, x.options());
   if (rows > 0 && cols > 0) {
     LayerNormCall call;
+    KeptTensors kept;
     call.input = view_of(x.view({rows, cols}));
     call.out = view_of(out.view({rows, cols}));
     call.mean = view_of(mean.view({rows}));
     call.rstd = view_of(rstd.view({rows}));
     call.weight =
-        view_or_absent(weight.defined() ? weight.reshape(-1) : weight);
-    call.bias = view_or_absent(bias.defined() ? bias.reshape(-1) : bias);
+        kept.view_or_absent(weight.defined() ? weight.reshape(-1) : weight);
+    call.bias = kept.view_or_absent(bias.defined() ? bias.reshape(-1) : bias);
     call.eps = eps;
     TORCH_CHECK(
         kernel_ran(layer_norm_kernel()(kernel_context(input.device()), call)),
@@ -127,11 +128,13 @@ std::tuple<Tensor, Tensor, Tensor> backward(
     return {grad_input, grad_weight, grad_bias};
   }
   LayerNormBackwardCall call;
-  call.grad_out = view_of(grad_out.contiguous().view({rows, cols}));
-  call.input = view_of(input.contiguous().view({rows, cols}));
-  call.mean = view_of(mean.reshape(rows));
-  call.rstd = view_of(rstd.reshape(rows));
-  call.weight = view_or_absent(weight.defined() ? weight.reshape(-1) : weight);
+  KeptTensors kept;
+  call.grad_out = kept.view(grad_out.contiguous().view({rows, cols}));
+  call.input = kept.view(input.contiguous().view({rows, cols}));
+  call.mean = kept.view(mean.reshape(rows));
+  call.rstd = kept.view(rstd.reshape(rows));
+  call.weight =
+      kept.view_or_absent(weight.defined() ? weight.reshape(-1) : weight);
   call.grad_input = view_or_absent(
       grad_input.defined() ? grad_input.view({rows, cols}) : grad_input);
   call.grad_weight = view_or_absent(grad_weight.defined() ? grad_weight.view(-1)

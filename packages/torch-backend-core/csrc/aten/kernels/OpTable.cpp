@@ -86,6 +86,15 @@ std::vector<OpTableRow> op_table() {
            {"native_batch_norm", "native_batch_norm_backward"});
   add_rows(rows, "random", "dropout", dropout_kernel() != nullptr,
            {"native_dropout", "native_dropout_backward"});
+  add_rows(rows, "convolution", "convolution", convolution_kernel() != nullptr,
+           {"convolution", "convolution_backward"});
+  add_rows(rows, "pooling", "max_pool2d", pool_kernel("max_pool2d") != nullptr,
+           {"max_pool2d_with_indices", "max_pool2d_with_indices_backward"});
+  add_rows(rows, "pooling", "avg_pool2d", pool_kernel("avg_pool2d") != nullptr,
+           {"avg_pool2d", "avg_pool2d_backward"});
+  add_rows(rows, "pooling", "adaptive_avg_pool2d",
+           pool_kernel("adaptive_avg_pool2d") != nullptr,
+           {"_adaptive_avg_pool2d", "_adaptive_avg_pool2d_backward"});
   add_rows(rows, "attention", "attention", attention_kernel() != nullptr,
            {"_scaled_dot_product_fused_attention_overrideable",
             "_scaled_dot_product_fused_attention_overrideable_backward"});
@@ -124,6 +133,8 @@ std::vector<std::string> known_kernels(const std::string& family) {
     names = {"index_select", "index_add", "gather", "scatter_add"};
   } else if (family == "arg_reduction") {
     names = {"max", "min"};
+  } else if (family == "pooling") {
+    names = {"max_pool2d", "avg_pool2d", "adaptive_avg_pool2d"};
   } else if (family == "softmax") {
 #define TORCH_BACKEND_SOFTMAX_NAME(kernel, Meta, functional, out, BackMeta, \
                                    back_functional, back_out)               \

@@ -150,6 +150,8 @@ std::vector<std::string> register_copy_kernels(torch::Library& aten);
 std::vector<std::string> register_index_kernels(torch::Library& aten);
 std::vector<std::string> register_norm_kernels(torch::Library& aten);
 std::vector<std::string> register_random_kernels(torch::Library& aten);
+std::vector<std::string> register_convolution_kernels(torch::Library& aten);
+std::vector<std::string> register_pooling_kernels(torch::Library& aten);
 // SDPA's fused path (and torch._fused_sdp_choice, always).
 std::vector<std::string> register_attention_kernels(torch::Library& aten);
 // Ops core composes from other kernels (Composites.cpp): _safe_softmax,

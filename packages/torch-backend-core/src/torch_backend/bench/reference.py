@@ -7,7 +7,9 @@ device and one using only the reference with no backend active
 (``TORCH_BACKEND=none``): PyTorch's autograd engine serves one accelerator
 type per process (pytorch/pytorch#161129), and neither side shares a process
 with the other's threads. Ratios are backend time / reference time per round,
-reported as median and interquartile spread. ``--quick`` shrinks every case
+reported as median and interquartile spread. ``--reference fallback`` compares
+the backend with itself, every kernel forced off (``TORCH_BACKEND_FORCE_FALLBACK='.'``):
+what its kernels gain over the CPU fallback. ``--quick`` shrinks every case
 to smoke-test sizes (CI runs it as fake against the CPU): its figures mean
 nothing.
 """
@@ -28,7 +30,14 @@ import torch
 from torch import nn
 
 from torch_backend.bench._chart import plot
-from torch_backend.bench.separate import add_process_arguments, alternate, device_under_test
+from torch_backend.bench.models import TinyGPT, resnet18
+from torch_backend.bench.separate import (
+    FALLBACK,
+    FORCED_FALLBACK_ENV,
+    add_process_arguments,
+    alternate,
+    device_under_test,
+)
 
 Step = Callable[[], object]
 MODULE = "torch_backend.bench.reference"
@@ -44,10 +53,14 @@ class Sizes:
     mlp: tuple[int, int, int]  # width, hidden, batch
     cnn: tuple[int, int, int]  # channels, batch, image side
     gpt: tuple[int, int, int, int, int]  # model width, layers, sequence, batch, vocabulary
+    resnet: tuple[int, int, int, int]  # width (64: ResNet-18's), batch, small image side, large image side
+    conv: tuple[int, int, int]  # channels in and out, batch, image side
 
 
-FULL = Sizes(64 << 20, 4096, 256 << 20, (1024, 4096, 512), (32, 64, 32), (512, 6, 256, 16, 8192))
-QUICK = Sizes(1 << 12, 64, 1 << 16, (32, 64, 16), (4, 2, 8), (32, 2, 16, 2, 64))
+FULL = Sizes(
+    64 << 20, 4096, 256 << 20, (1024, 4096, 512), (32, 64, 32), (512, 6, 256, 16, 8192), (64, 8, 32, 224), (64, 32, 56)
+)
+QUICK = Sizes(1 << 12, 64, 1 << 16, (32, 64, 16), (4, 2, 8), (32, 2, 16, 2, 64), (4, 2, 16, 32), (4, 2, 8))
 
 
 def _repeat(fn: Step, times: int) -> Step:
@@ -131,26 +144,6 @@ def cnn(device: torch.device, sizes: Sizes) -> Step:
     return _train(model, lambda: data, nn.CrossEntropyLoss())
 
 
-class TinyGPT(nn.Module):
-    """Token and position embeddings, pre-norm causal Transformer blocks, a language-model head."""
-
-    def __init__(self, vocab: int, width: int, layers: int, sequence: int) -> None:
-        super().__init__()
-        self.tokens = nn.Embedding(vocab, width)
-        self.positions = nn.Embedding(sequence, width)
-        block = nn.TransformerEncoderLayer(
-            width, max(1, width // 64), 4 * width, dropout=0.1, activation="gelu", batch_first=True, norm_first=True
-        )
-        self.blocks = nn.TransformerEncoder(block, layers, enable_nested_tensor=False)
-        self.head = nn.Linear(width, vocab)
-        self.register_buffer("mask", nn.Transformer.generate_square_subsequent_mask(sequence), persistent=False)
-
-    def forward(self, ids: torch.Tensor) -> torch.Tensor:
-        positions = torch.arange(ids.shape[1], device=ids.device)
-        hidden = self.blocks(self.tokens(ids) + self.positions(positions), mask=self.mask, is_causal=True)
-        return self.head(hidden).flatten(0, 1)
-
-
 def gpt(device: torch.device, sizes: Sizes) -> Step:
     torch.manual_seed(0)
     width, layers, sequence, batch, vocab = sizes.gpt
@@ -158,6 +151,36 @@ def gpt(device: torch.device, sizes: Sizes) -> Step:
     ids = torch.randint(0, vocab, (batch, sequence + 1), device=device)
     data = (ids[:, :-1].contiguous(), ids[:, 1:].flatten())
     return _train(model, lambda: data, nn.CrossEntropyLoss())
+
+
+def resnet(large: bool) -> Callable[[torch.device, Sizes], Step]:
+    """A ResNet-18 training step (SGD with momentum, as ResNets are trained) on a batch of images."""
+
+    def make(device: torch.device, sizes: Sizes) -> Step:
+        torch.manual_seed(0)
+        width, batch, small_side, large_side = sizes.resnet
+        side = large_side if large else small_side
+        model = resnet18(10, width).to(device)
+        optimizer = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
+        images, labels = torch.randn(batch, 3, side, side, device=device), torch.randint(0, 10, (batch,), device=device)
+
+        def step() -> None:
+            optimizer.zero_grad(set_to_none=True)
+            nn.functional.cross_entropy(model(images), labels).backward()
+            optimizer.step()
+
+        return _repeat(step, 3)
+
+    return make
+
+
+def conv3x3(device: torch.device, sizes: Sizes) -> Step:
+    """One 3x3 convolution forward and backward (input, weight and bias gradients), ResNet's commonest layer."""
+    torch.manual_seed(0)
+    channels, batch, side = sizes.conv
+    conv = nn.Conv2d(channels, channels, 3, padding=1).to(device)
+    images = torch.randn(batch, channels, side, side, device=device, requires_grad=True)
+    return _repeat(lambda: conv(images).sum().backward(), 10)
 
 
 @dataclass(frozen=True)
@@ -179,6 +202,10 @@ CASES = [
     ReferenceCase("MLP+AdamW step 1024-4096-1024 b512 (x5)", mlp_adamw, 1.3),
     ReferenceCase("CNN+BatchNorm step (x5)", cnn, math.nan),
     ReferenceCase("GPT-style Transformer step (x5)", gpt, 2.0),
+    # Convolution issue's cases: cuDNN's convolutions against CUDA's (which calls cuDNN too).
+    ReferenceCase("conv 3x3 64ch b32 56x56 fwd+bwd (x10)", conv3x3, 1.5),
+    ReferenceCase("ResNet-18 step b8 32x32 (x3)", resnet(large=False), 1.5),
+    ReferenceCase("ResNet-18 step b8 224x224 (x3)", resnet(large=True), 1.5),
 ]
 
 
@@ -244,9 +271,12 @@ def profile_worker(case_name: str, device_name: str, quick: bool) -> str:
 def profile_case(case: ReferenceCase, device_name: str, reference: str, quick: bool) -> bool:
     """Prints the op tables of one case on the backend's device and on the reference; False if one failed."""
     ok = True
-    for name, backend in ((device_name, device_name), (reference, "none")):
+    sides = [(device_name, device_name, {}), (reference, "none", {})]
+    if reference == FALLBACK:
+        sides[1] = (device_name, device_name, FORCED_FALLBACK_ENV)
+    for name, backend, forced in sides:
         command = [sys.executable, "-m", MODULE, "--profile-worker", case.name, "--device", name]
-        env = os.environ | LAUNCH_BLOCKING | {"TORCH_BACKEND": backend}
+        env = os.environ | LAUNCH_BLOCKING | {"TORCH_BACKEND": backend} | forced
         out = subprocess.run([*command, *(["--quick"] if quick else [])], capture_output=True, text=True, env=env,
                              timeout=900, check=False)  # fmt: skip
         print(f"== {case.name} on {name}, launch blocking (an op's time includes its kernels')", flush=True)
@@ -258,7 +288,11 @@ def profile_case(case: ReferenceCase, device_name: str, reference: str, quick: b
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     add_process_arguments(parser, pairs="device/reference", repeats=5, json_name="reference.json")
-    parser.add_argument("--reference", default="cuda", help="the device to compare with (default: cuda)")
+    parser.add_argument(
+        "--reference",
+        default="cuda",
+        help=f"the device to compare with (default: cuda); '{FALLBACK}': the backend with its kernels forced off",
+    )
     parser.add_argument("--case", action="append", help="run only cases whose name contains this")
     parser.add_argument(
         "--profile", action="store_true", help="instead of timing: each case's ops by time on both devices"

@@ -27,6 +27,7 @@ from torch import nn
 
 from torch_backend.bench._chart import plot
 from torch_backend.bench.cases import _add_small
+from torch_backend.bench.models import resnet18
 
 Step = Callable[[], object]
 
@@ -58,6 +59,22 @@ def cnn_step(device: torch.device) -> Step:
         nn.Linear(16, 10),
     ).to(device)  # fmt: skip
     return _train_step(model, torch.randn(8, 3, 16, 16, device=device), torch.randint(0, 10, (8,), device=device))
+
+
+def resnet18_step(device: torch.device) -> Step:
+    """ResNet-18 (SGD with momentum) on 8 images of 32x32, three steps per timing."""
+    torch.manual_seed(0)
+    model = resnet18(10).to(device)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
+    images, labels = torch.randn(8, 3, 32, 32, device=device), torch.randint(0, 10, (8,), device=device)
+
+    def step() -> None:
+        for _ in range(3):
+            optimizer.zero_grad(set_to_none=True)
+            nn.functional.cross_entropy(model(images), labels).backward()
+            optimizer.step()
+
+    return step
 
 
 def transformer_step(device: torch.device) -> Step:
@@ -128,6 +145,7 @@ CASES = [
     SeparateCase("MLP 32-64-64-10 step", mlp_step, 1.5, 200),
     SeparateCase("CNN+BatchNorm step", cnn_step, 1.5, 200),
     SeparateCase("Transformer 2-layer step", transformer_step, 1.5, 200),
+    SeparateCase("ResNet-18 step b8 32x32", resnet18_step, 1.5, 3),
     # The in-process table's own case (10,000 adds per timing).
     SeparateCase("add, 16 elements", _add_small, 1.2, 10_000),
     # Small ops on the kernel path (run with TORCH_BACKEND_FAKE_KERNELS=1 for fake's device kernels,
@@ -164,9 +182,18 @@ def worker(case_name: str, device_name: str, repeats: int) -> float:
     return min(_time_once(step, device) for _ in range(repeats)) / case.per
 
 
-def run_worker(module: str, case_name: str, device_name: str, backend: str, repeats: int, *extra: str) -> float:
-    """Runs ``python -m module --worker case_name ...`` with TORCH_BACKEND=backend; returns the time it prints."""
-    env = os.environ | {"TORCH_BACKEND": backend}
+# The reference that is the backend itself with every kernel forced off: what its kernels gain over the CPU
+# fallback (zero-copy in host memory, copying in discrete memory).
+FALLBACK = "fallback"
+FORCED_FALLBACK_ENV = {"TORCH_BACKEND_FORCE_FALLBACK": "."}
+
+
+def run_worker(
+    module: str, case_name: str, device_name: str, backend: str, repeats: int, *extra: str, env: dict | None = None
+) -> float:
+    """Runs ``python -m module --worker case_name ...`` with TORCH_BACKEND=backend (and ``env`` added);
+    returns the time it prints."""
+    env = os.environ | {"TORCH_BACKEND": backend} | (env or {})
     out = subprocess.run(
         [sys.executable, "-m", module, "--worker", case_name, "--device", device_name, "--repeats", str(repeats),
          *extra],
@@ -186,12 +213,16 @@ def median_and_spread(ratios: list[float]) -> tuple[float, float]:
 def alternate(
     module: str, case_name: str, device_name: str, reference: str, rounds: int, repeats: int, *extra: str
 ) -> tuple[float, float, float, float]:
-    """Rounds of one device process then one reference process (no backend active); returns the median
-    device and reference times and the median ratio with its spread."""
+    """Rounds of one device process then one reference process (no backend active; with ``reference``
+    FALLBACK, the backend with its kernels forced off); returns the median device and reference times and
+    the median ratio with its spread."""
     device_times, reference_times, ratios = [], [], []
     for _ in range(rounds):
         d = run_worker(module, case_name, device_name, device_name, repeats, *extra)
-        r = run_worker(module, case_name, reference, "none", repeats, *extra)
+        if reference == FALLBACK:
+            r = run_worker(module, case_name, device_name, device_name, repeats, *extra, env=FORCED_FALLBACK_ENV)
+        else:
+            r = run_worker(module, case_name, reference, "none", repeats, *extra)
         device_times.append(d)
         reference_times.append(r)
         ratios.append(d / r)

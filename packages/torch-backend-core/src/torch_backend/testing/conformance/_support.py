@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+import torch
 
 from torch_backend.testing import device_count, device_module, device_type, stream_sleep_supported
 
@@ -21,3 +22,29 @@ SLEEP_US = 200_000  # long enough that "still running" is observable, short for 
 def on(index: int | None = None) -> str:
     """The device string of device ``index`` ("fake:1"), or the bare type."""
     return DEVICE if index is None else f"{DEVICE}:{index}"
+
+
+def train_classifier_like_cpu(model: torch.nn.Module, reference: torch.nn.Module, batches: list) -> object:
+    """Trains `model` (on the device) and `reference` (on the CPU, same initial state) with SGD and momentum on the
+    same (images, labels) batches; asserts equal losses and state (parameters, BatchNorm's running statistics) within
+    1e-4 and returns the op report of the device's training."""
+    from torch_backend import op_report
+
+    def train(net: torch.nn.Module, device: str) -> list[float]:
+        optimizer = torch.optim.SGD(net.parameters(), lr=0.05, momentum=0.9)
+        losses = []
+        for images, labels in batches:
+            optimizer.zero_grad()
+            loss = torch.nn.functional.cross_entropy(net(images.to(device)), labels.to(device))
+            loss.backward()
+            optimizer.step()
+            losses.append(loss.item())
+        return losses
+
+    expected = train(reference, "cpu")
+    with op_report() as report:
+        got = train(model, DEVICE)
+    assert got == pytest.approx(expected, abs=1e-4)
+    for name, value in model.state_dict().items():
+        torch.testing.assert_close(value.cpu(), reference.state_dict()[name], rtol=1e-4, atol=1e-4, msg=name)
+    return report

@@ -81,3 +81,29 @@ def test_trains_and_generates_as_on_cpu(make: Callable[[], torch.nn.Module]):
     for name, value in cpu["state"].items():
         torch.testing.assert_close(device["state"][name], value, **PARAMETER_TOLERANCE, msg=name)
     assert torch.equal(device["generated"], cpu["generated"]), (device["generated"], cpu["generated"])
+
+
+# What a Llama training step with AdamW calls beyond GEMM, softmax and the common element-wise ops.
+LLAMA_KERNELS = {"silu", "silu_backward", "cos", "sin", "pow.Tensor_Scalar", "rsqrt", "mean.dim",
+                 "masked_fill_.Scalar", "arange.start_out", "lerp_.Scalar", "addcdiv_", "sqrt", "mm"}  # fmt: skip
+
+
+def test_a_llama_adamw_step_copies_nothing_through_the_host():
+    from torch_backend import _C, op_report
+
+    on_device = {op for op, _family, _kernel, present, _forced in _C._op_table() if present}
+    missing = LLAMA_KERNELS - on_device
+    if missing:
+        pytest.skip(f"the backend has no kernels for {sorted(missing)}: those run on the fallback")
+    torch.manual_seed(0)
+    model = llama().to(DEVICE)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=LR)
+    tokens = torch.randint(0, VOCAB, (2, 12)).to(DEVICE)
+    for _ in range(2):  # the second step: AdamW's state exists
+        optimizer.zero_grad()
+        with op_report() as report:
+            model(input_ids=tokens, labels=tokens).loss.backward()
+            optimizer.step()
+    copying = {row.op: row.copying_calls for row in report.rows if row.copying_calls}
+    assert not copying, f"ops on the copying fallback: {copying}\n{report.table()}"
+    assert sum(row.device_calls for row in report.rows) > 100, report.table()

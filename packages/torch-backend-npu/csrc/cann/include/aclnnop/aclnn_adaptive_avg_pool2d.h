@@ -1,0 +1,11 @@
+// Our declaration of CANN's aclnnop/aclnn_adaptive_avg_pool2d.h (the call
+// torch-backend-npu makes).
+#ifndef TORCH_BACKEND_NPU_ACLNN_ADAPTIVE_AVG_POOL2D_H_
+#define TORCH_BACKEND_NPU_ACLNN_ADAPTIVE_AVG_POOL2D_H_
+
+#include "aclnn/aclnn_base.h"
+
+TORCH_BACKEND_NPU_DECLARE_ACLNN(aclnnAdaptiveAvgPool2d, const aclTensor* self,
+                                const aclIntArray* outputSize, aclTensor* out)
+
+#endif  // TORCH_BACKEND_NPU_ACLNN_ADAPTIVE_AVG_POOL2D_H_

@@ -1,0 +1,10 @@
+// Our declaration of CANN's aclnnop/aclnn_erf.h (the call torch-backend-npu
+// makes).
+#ifndef TORCH_BACKEND_NPU_ACLNN_ERF_H_
+#define TORCH_BACKEND_NPU_ACLNN_ERF_H_
+
+#include "aclnn/aclnn_base.h"
+
+TORCH_BACKEND_NPU_DECLARE_ACLNN(aclnnErf, const aclTensor* self, aclTensor* out)
+
+#endif  // TORCH_BACKEND_NPU_ACLNN_ERF_H_

@@ -1,0 +1,16 @@
+// Our declaration of CANN's aclnnop/aclnn_max_pool2d_with_indices.h (the call
+// torch-backend-npu makes).
+#ifndef TORCH_BACKEND_NPU_ACLNN_MAX_POOL2D_WITH_INDICES_H_
+#define TORCH_BACKEND_NPU_ACLNN_MAX_POOL2D_WITH_INDICES_H_
+
+#include "aclnn/aclnn_base.h"
+
+TORCH_BACKEND_NPU_DECLARE_ACLNN(aclnnMaxPool2dWithIndices,
+                                const aclTensor* self,
+                                const aclIntArray* kernelSize,
+                                const aclIntArray* stride,
+                                const aclIntArray* padding,
+                                const aclIntArray* dilation, bool ceilMode,
+                                aclTensor* out, aclTensor* indices)
+
+#endif  // TORCH_BACKEND_NPU_ACLNN_MAX_POOL2D_WITH_INDICES_H_

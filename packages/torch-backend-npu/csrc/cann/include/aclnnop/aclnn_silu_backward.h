@@ -1,0 +1,11 @@
+// Our declaration of CANN's aclnnop/aclnn_silu_backward.h (the call
+// torch-backend-npu makes).
+#ifndef TORCH_BACKEND_NPU_ACLNN_SILU_BACKWARD_H_
+#define TORCH_BACKEND_NPU_ACLNN_SILU_BACKWARD_H_
+
+#include "aclnn/aclnn_base.h"
+
+TORCH_BACKEND_NPU_DECLARE_ACLNN(aclnnSiluBackward, const aclTensor* gradOutput,
+                                const aclTensor* self, aclTensor* gradInput)
+
+#endif  // TORCH_BACKEND_NPU_ACLNN_SILU_BACKWARD_H_
