@@ -1,9 +1,13 @@
-"""The backend author's guide lists exactly the device symbols `DeviceRuntime.h` declares."""
+"""What the docs state about the interface, checked against the code: the guide's device symbols (those
+`DeviceRuntime.h` declares), its scaffold files and snippets, the architecture's exported symbols, the npu
+README's line counts."""
 
 from __future__ import annotations
 
 import re
 from pathlib import Path
+
+import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 HEADER = ROOT / "packages" / "torch-backend-core" / "include" / "torch_backend" / "DeviceRuntime.h"
@@ -49,3 +53,67 @@ def test_header_parses_to_the_known_core_of_the_interface():
 
 def test_guide_lists_every_method_of_the_header_and_no_other():
     assert guide_methods() == header_methods()
+
+
+NUMBER_WORDS = {1: "one", 2: "two", 3: "three", 4: "four", 5: "five", 6: "six", 7: "seven", 8: "eight", 9: "nine"}
+
+
+def guide_block(after: str, language: str) -> str:
+    """The first ```language block after the heading ``after`` in the guide."""
+    text = GUIDE.read_text().split(after, 1)[1]
+    return text.split(f"```{language}\n", 1)[1].split("\n```", 1)[0] + "\n"
+
+
+def test_guide_shows_the_scaffolds_files_as_it_writes_them():
+    # The guide's build files are the scaffold's for `mydev`, which CI builds and runs the kit on (wheels
+    # session): a snippet copied from the guide builds.
+    from torch_backend._scaffold import files
+
+    written = files("mydev")
+    listed = GUIDE.read_text().split("<!-- scaffold-files-start -->", 1)[1].split("<!-- scaffold-files-end -->")[0]
+    assert re.findall(r"`([^`]+)`", listed) == sorted(written)
+    assert guide_block("## 2. `CMakeLists.txt`", "cmake") == written["CMakeLists.txt"]
+    assert guide_block("## 3. `pyproject.toml`", "toml") == written["pyproject.toml"]
+    assert guide_block("## 3. `pyproject.toml`", "python") == written["src/torch_backend_mydev/__init__.py"]
+    assert f"writes {NUMBER_WORDS[len(written)]} files" in GUIDE.read_text().replace("\n", " ")
+
+
+ARCHITECTURE = ROOT / "docs" / "architecture.md"
+
+
+def test_architecture_lists_every_symbol_a_device_library_can_export():
+    include = HEADER.parent
+    exported = set()
+    for header in include.glob("*.h"):
+        exported |= set(re.findall(r'extern "C" TORCH_BACKEND_EXPORT[^(]*?\b(torch_backend_\w+)\(', header.read_text()))
+    table = ARCHITECTURE.read_text().split("A device library exports", 1)[1].split("\n\n", 2)[1]
+    assert set(re.findall(r"`(torch_backend_\w+)`", table)) == exported
+    assert f"A device library exports up to {NUMBER_WORDS[len(exported)]} symbols" in ARCHITECTURE.read_text()
+
+
+NPU = ROOT / "packages" / "torch-backend-npu"
+
+
+def test_npu_readme_line_counts_are_the_files():
+    rows = re.findall(r"^\| `(csrc/\w+\.cpp|src/[\w/]+\.py)` \| (\d+) \|", (NPU / "README.md").read_text(), re.M)
+    assert len(rows) >= 4
+    for path, lines in rows:
+        assert int(lines) == len((NPU / path).read_text().splitlines()), f"{path}: README says {lines} lines"
+
+
+DEVELOPMENT = ROOT / "docs" / "development.md"
+
+
+def test_development_docs_list_every_nox_session_and_no_other():
+    import shutil
+    import subprocess
+
+    nox = shutil.which("nox")
+    if nox is None:
+        pytest.skip("nox is not installed in this environment (CI's sessions run from the nox that `.ci/run` installs)")
+    listing = subprocess.run([nox, "-l"], cwd=ROOT, capture_output=True, text=True, timeout=120, check=True).stdout
+    listed = listing.split("Sessions defined in", 1)[1]  # after the noxfile's docstring
+    sessions = {line.split()[1] for line in listed.splitlines() if re.match(r"[*-] \S", line)}
+    table = DEVELOPMENT.read_text().split("## Developer sessions", 1)[1].split("\n\n", 2)[1]
+    documented = set(re.findall(r'^\| `nox -s "?([^`"]+)"?` \|', table, re.M))
+    assert documented | {"compat(torch='2.15')"} == sessions, "docs/development.md's sessions table"
