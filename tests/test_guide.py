@@ -95,7 +95,7 @@ NPU = ROOT / "packages" / "torch-backend-npu"
 
 
 def test_npu_readme_line_counts_are_the_files():
-    rows = re.findall(r"^\| `(csrc/\w+\.cpp|src/[\w/]+\.py)` \| (\d+) \|", (NPU / "README.md").read_text(), re.M)
+    rows = re.findall(r"^\| `(csrc/\w+\.(?:cpp|h)|src/[\w/]+\.py)` \| (\d+) \|", (NPU / "README.md").read_text(), re.M)
     assert len(rows) >= 4
     for path, lines in rows:
         assert int(lines) == len((NPU / path).read_text().splitlines()), f"{path}: README says {lines} lines"
@@ -117,3 +117,57 @@ def test_development_docs_list_every_nox_session_and_no_other():
     table = DEVELOPMENT.read_text().split("## Developer sessions", 1)[1].split("\n\n", 2)[1]
     documented = set(re.findall(r'^\| `nox -s "?([^`"]+)"?` \|', table, re.M))
     assert documented | {"compat(torch='2.15')"} == sessions, "docs/development.md's sessions table"
+
+
+USER_GUIDE = ROOT / "docs" / "user-guide.md"
+# Settings the kit's own processes pass to each other (runner -> pytest, test -> rank, test -> script): not
+# for users, so not in the guide's table.
+KIT_INTERNAL_VARIABLES = {"TORCH_BACKEND_KNOWN_FAILURES", "TORCH_BACKEND_TEST_DIST_BACKEND", "TORCH_BACKEND_EXIT_RUNS"}
+SETTING = re.compile(r"""["'](TORCH_BACKEND(?:_[A-Z0-9]+)*|PYTORCH_ALLOC_CONF)["']""")
+
+
+def variables_read(paths: list[Path]) -> set[str]:
+    return {name for path in paths for name in SETTING.findall(path.read_text())}
+
+
+def product_sources() -> list[Path]:
+    """Every source of the packages that users run: Python, C++ and CUDA, the test kit and tests aside."""
+    suffixes = {".py", ".cpp", ".h", ".cu", ".cuh"}
+    return [
+        path
+        for path in (ROOT / "packages").rglob("*")
+        if path.suffix in suffixes and not {"tests", "testing"} & set(path.relative_to(ROOT).parts)
+    ]
+
+
+def documented_variables() -> set[str]:
+    """First column of the user guide's environment table; "`X_RTOL`, `_ATOL`" names X_RTOL and X_ATOL."""
+    table = USER_GUIDE.read_text().split("## Environment variables", 1)[1].split("\n## ", 1)[0]
+    names: set[str] = set()
+    for row in re.findall(r"^\| (`[^|]+) \|", table, re.M):
+        first = None
+        for name in re.findall(r"`(\w+)`", row):
+            if name.startswith("_") and first is not None:
+                name = first.rsplit("_", 1)[0] + name
+            first = first or name
+            names.add(name)
+    return names
+
+
+def test_user_guide_lists_every_setting_the_packages_read_and_no_other():
+    read = variables_read(product_sources())
+    assert {"TORCH_BACKEND", "TORCH_BACKEND_FAKE_KERNELS", "TORCH_BACKEND_FALLBACK"} <= read  # the scan works
+    documented = documented_variables()
+    assert read - documented == set(), "read by the packages but missing from docs/user-guide.md's table"
+    assert documented - read == set(), "in docs/user-guide.md's table but read by no package"
+
+
+def test_the_kits_settings_are_documented_or_internal():
+    kit = [p for p in (ROOT / "packages").rglob("*.py") if "testing" in p.relative_to(ROOT).parts]
+    tests = [p for p in (ROOT / "packages").rglob("*.py") if "tests" in p.relative_to(ROOT).parts]
+    read = variables_read(kit + tests) - variables_read(product_sources())
+    assert "TORCH_BACKEND_OPINFO" in read  # the scan works
+    docs = GUIDE.read_text() + DEVELOPMENT.read_text()
+    undocumented = {name for name in read - KIT_INTERNAL_VARIABLES if f"`{name}" not in docs}
+    assert not undocumented, "the kit's settings: document them in writing-a-backend.md or development.md"
+    assert KIT_INTERNAL_VARIABLES <= read, "a setting listed as internal is no longer read"

@@ -51,6 +51,13 @@ def emulated(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
     return os.environ | {"PYTHONPATH": path, "TORCH_BACKEND": "gpuemu"}
 
 
+def test_docs_list_the_ops_on_the_portable_kernels(emulated: dict[str, str]):
+    from torch_backend.testing import assert_kernel_list_documented
+
+    env = {k: v for k, v in emulated.items() if k != "TORCH_BACKEND_FORCE_FALLBACK"}
+    assert_kernel_list_documented(PACKAGE.parents[1] / "docs" / "kernels.md", "gpu-portable", env)
+
+
 def test_core_sends_the_kernel_families_to_the_portable_kernels(emulated: dict[str, str]):
     table = run(["-m", "torch_backend", "ops"], emulated).stdout
     rows = {line.split()[0]: line for line in table.splitlines()[1:] if line.strip()}

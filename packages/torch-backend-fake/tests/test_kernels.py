@@ -840,3 +840,10 @@ def test_transformer_with_dropout_runs_on_device_and_is_reproducible():
     second = train_on_device("gpt", dropout=0.1, policy="error", steps=4, seed=3)
     assert first["device"] == second["device"]
     assert first["device"] != first["cpu"]  # the masks are the device generator's, not the CPU's
+
+
+def test_docs_list_the_ops_on_fakes_kernels():
+    from torch_backend.testing import assert_kernel_list_documented
+
+    env = {k: v for k, v in os.environ.items() if k != "TORCH_BACKEND_FORCE_FALLBACK"}
+    assert_kernel_list_documented(Path(__file__).resolve().parents[3] / "docs" / "kernels.md", "fake", env)

@@ -157,3 +157,12 @@ def test_emulator_refuses_null_handles_as_acl_does() -> None:
     )
     codes = "[" + ", ".join(["100000"] * 9) + "]"
     assert out.splitlines()[-1] == f"{codes} EE9999: [acl emulator] aclrtCreateEventWithFlag: null event"
+
+
+def test_docs_list_the_ops_on_npus_kernels() -> None:
+    from pathlib import Path
+
+    from torch_backend.testing import assert_kernel_list_documented
+
+    env = {k: v for k, v in os.environ.items() if k != "TORCH_BACKEND_FORCE_FALLBACK"}
+    assert_kernel_list_documented(Path(__file__).resolve().parents[3] / "docs" / "kernels.md", "npu", env)

@@ -114,6 +114,28 @@ def ops_report() -> str:
     return "\n".join(lines)
 
 
+def ops_markdown() -> str:
+    """The active backend's ops on device kernels by kernel family, as docs/kernels.md lists them."""
+    import torch  # noqa: F401  (activates the backend)
+
+    from torch_backend import _C, active_backend
+
+    if active_backend() is None:
+        raise RuntimeError("ops --markdown: no backend is active (TORCH_BACKEND=none or none available)")
+    rows = _C._op_table()
+    families: dict[str, list[str]] = {}
+    for op, family, _kernel, on_device, _forced in rows:
+        families.setdefault(family, [])
+        if on_device:
+            families[family].append(op)
+    count = sum(map(len, families.values()))
+    lines = [f"{count} of the {len(rows)} ops of core's kernel table run on device kernels:", ""]
+    for family, ops in families.items():
+        listed = ", ".join(f"`{op}`" for op in sorted(ops)) if ops else "none (the CPU fallback)"
+        lines.append(f"- {family} ({len(ops)}): {listed}")
+    return "\n".join(lines)
+
+
 def main(argv: list[str] | None = None) -> int:
     import argparse
 
@@ -134,6 +156,9 @@ def main(argv: list[str] | None = None) -> int:
         "time); last: what follows goes to the script",
     )
     ops.add_argument("--json", help="with --run (and before it): also write the report here as JSON")
+    ops.add_argument(
+        "--markdown", action="store_true", help="the ops on device kernels by family, as docs/kernels.md lists them"
+    )
     new = commands.add_parser("new", help="write a new backend package that builds against this core")
     new.add_argument("name", help="the device name (torch.device('NAME'), torch.NAME)")
     new.add_argument("--dest", default=".", help="folder to create torch-backend-NAME in (default: here)")
@@ -142,6 +167,8 @@ def main(argv: list[str] | None = None) -> int:
         return new_backend(args.name, args.dest)
     if args.command == "ops" and args.run is not None:
         return run_with_op_report(args.run, args.json)
+    if args.command == "ops" and args.markdown:
+        return emit(ops_markdown())
     return emit(ops_report() if args.command == "ops" else report())
 
 

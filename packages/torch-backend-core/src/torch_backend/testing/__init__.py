@@ -192,6 +192,25 @@ def failed_read(output: str) -> tuple[float, str]:
     return float(line.split("after ")[1].split("s in ")[0]), line
 
 
+def assert_kernel_list_documented(page: Path, section: str, env: dict[str, str]) -> None:
+    """The list of ops on device kernels between ``<!-- kernels:SECTION -->`` and ``<!-- end kernels:SECTION -->``
+    in ``page`` (docs/kernels.md) is what ``python -m torch_backend ops --markdown`` prints under ``env``."""
+    text = page.read_text()
+    start, end = f"<!-- kernels:{section} -->", f"<!-- end kernels:{section} -->"
+    assert start in text and end in text, f"{page} has no section {start} ... {end}"
+    documented = text.split(start, 1)[1].split(end, 1)[0].strip()
+    out = subprocess.run(
+        [sys.executable, "-m", "torch_backend", "ops", "--markdown"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+    )
+    assert out.returncode == 0, out.stdout[-4000:] + out.stderr[-4000:]
+    generated = out.stdout.strip()
+    assert documented == generated, f"{page.name}'s {section} list is out of date; it should read:\n{generated}"
+
+
 def main(argv: list[str] | None = None) -> int:
     """Runs the conformance suite against the backend named first in ``argv`` (see the module doc)."""
     from torch_backend.testing._runner import main as run
@@ -202,6 +221,7 @@ def main(argv: list[str] | None = None) -> int:
 __all__ = [
     "DEFAULT_KNOWN_FAILURES",
     "KNOWN_FAILURES_ENV",
+    "assert_kernel_list_documented",
     "device_count",
     "device_module",
     "device_type",
