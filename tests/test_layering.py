@@ -1,6 +1,7 @@
 """Core's C++ keeps PyTorch's own layering (c10 -> ATen -> torch): each folder of
 packages/torch-backend-core/csrc includes only from the layers below it. Core's
-Python modules import one another without a cycle (registration flows one way).
+Python modules import one another without a cycle (registration flows one way), the compile stack is
+one package, and no product module imports the test kit. Inside aten: bringup -> fallback -> kernels.
 
     runtime      c10 and the device-symbol interface: devices, streams, guard, host sync
     memory       + the caching device and pinned host allocators
@@ -106,6 +107,34 @@ def test_no_layer_includes_from_a_layer_above_it():
     assert not bad, f"includes from a higher layer: {bad}"
 
 
+# Inside aten: the bring-up tools (op report, launch blocking, forced fallback) at the bottom, then the
+# CPU fallback, then the kernel layer; the folder's root holds the registration with ATen (activation,
+# hooks, generator, autocast, metadata) and the headers all of them share.
+ATEN_FOLDERS = ["bringup", "fallback", "kernels"]
+
+
+def test_aten_folders_include_only_from_folders_below_them():
+    aten = CSRC / "aten"
+    folders = {p.relative_to(aten).parts[0] for p in aten.rglob("*") if p.is_file() and p.parent != aten}
+    assert folders == set(ATEN_FOLDERS), f"aten's folders changed: {sorted(folders)}"
+    bad = []
+    for folder in ATEN_FOLDERS:
+        allowed = ATEN_FOLDERS[: ATEN_FOLDERS.index(folder) + 1]
+        for source in sorted((aten / folder).rglob("*")):
+            for target in INCLUDE.findall(source.read_text()):
+                resolved = (source.parent / target).resolve()
+                if not resolved.exists() or aten not in resolved.parents:
+                    continue
+                owner = resolved.relative_to(aten).parts
+                if len(owner) > 1 and owner[0] not in allowed:
+                    bad.append(f"{source.relative_to(aten)} -> {'/'.join(owner)}")
+                elif len(owner) == 1 and owner[0].endswith(".cpp"):
+                    bad.append(f"{source.relative_to(aten)} -> {owner[0]}")
+    assert not bad, f"aten folders including from a folder above them: {bad}"
+    sources_at_root = {p.name for p in aten.glob("*.cpp")}
+    assert not {"OpReport.cpp", "LaunchBlocking.cpp", "MinimalKernels.cpp", "RnnCells.cpp"} & sources_at_root
+
+
 # What tests torch's version, in C++ (torch's macros, ours) and in Python (the
 # installed release, core's helpers).
 VERSION_CHECK = re.compile(
@@ -171,3 +200,39 @@ def test_core_python_modules_import_without_a_cycle():
     for module in sorted(graph):
         visit(module, [module])
     assert not cycles, f"import cycles among core's Python modules: {sorted({' -> '.join(c) for c in cycles})}"
+
+
+def test_product_modules_do_not_import_the_test_kit():
+    # What product code needs (the host replay of an op, Triton's interpreter support) lives outside
+    # torch_backend.testing, so an installed backend never depends on the kit.
+    offenders = {}
+    for path in PYTHON.rglob("*.py"):
+        relative = path.relative_to(PYTHON)
+        if relative.parts[0] in ("testing", "_scaffold"):
+            continue
+        kit = {name for name in _core_imports(path) if name == "torch_backend.testing" or ".testing." in f"{name}."}
+        if kit:
+            offenders[str(relative)] = sorted(kit)
+    assert (PYTHON / "_compile" / "inductor.py").is_file(), "the compile stack moved: update this test"
+    assert not offenders, f"product modules importing the test kit: {offenders}"
+
+
+def test_the_compile_stack_is_one_package_imported_from_outside_only_through_its_entry_points():
+    # Outside torch_backend._compile, core's product modules use only what activation, the benchmark and
+    # the public names need: dynamo and inductor's registration, codegen's InductorCodegen; the rest is the
+    # package's own (the kit's tests may look inside).
+    entry_points = {"torch_backend._compile", "torch_backend._compile.dynamo", "torch_backend._compile.inductor",
+                    "torch_backend._compile.codegen"}  # fmt: skip
+    outside = {}
+    for path in PYTHON.rglob("*.py"):
+        relative = path.relative_to(PYTHON)
+        if relative.parts[0] in ("_compile", "_scaffold", "testing"):
+            continue
+        used = {
+            name.rsplit(".", 1)[0] if name.count(".") > 2 else name
+            for name in _core_imports(path)
+            if name.startswith("torch_backend._compile")
+        }
+        if used - entry_points:
+            outside[str(relative)] = sorted(used - entry_points)
+    assert not outside, f"modules reaching into the compile stack's internals: {outside}"

@@ -61,7 +61,7 @@ def test_training_steps_run_triton_kernels_and_match_cpu(interpreted_training: t
         # Triton kernels for the device, launched on its current stream inside its device guard.
         assert "@triton.jit" in code, f"{name} ({memory}): no Triton kernel generated"
         assert "DeviceProperties(type='fake'" in code
-        assert "from torch_backend._inductor_codegen import raw_stream as get_raw_stream" in code
+        assert "from torch_backend._compile.codegen import raw_stream as get_raw_stream" in code
         assert "with torch.fake.device(0):" in code
         assert "stream=stream0" in code or "stream=raw_stream0" in code
         assert "cpp_fused" not in code  # no C++ kernel: Triton comes first

@@ -10,10 +10,10 @@ from pathlib import Path
 
 from torch_backend._activation import activate, active_backend
 from torch_backend._backend import Backend, BackendInfo, TritonTarget
+from torch_backend._compile.codegen import InductorCodegen
 from torch_backend._discovery import ENTRY_POINT_GROUP, discover
-from torch_backend._inductor_codegen import InductorCodegen
-from torch_backend._metadata import set_tensor_metadata, tensor_metadata
 from torch_backend._op_report import OpCount, OpReport, op_report
+from torch_backend._tensor_metadata import set_tensor_metadata, tensor_metadata
 
 __version__ = "0.1.0"
 

@@ -81,7 +81,7 @@ def _register(backend: Backend) -> None:
     import torch
 
     from torch_backend import _C
-    from torch_backend._module import make_device_module
+    from torch_backend._device_module import make_device_module
 
     taken = torch._C._get_privateuse1_backend_name()
     if taken != "privateuseone":
@@ -108,12 +108,13 @@ def _register(backend: Backend) -> None:
     device_module = make_device_module(backend.name)
     torch._register_device_module(backend.name, device_module)
     torch.utils.generate_methods_for_privateuse1_backend(for_tensor=True, for_module=True, for_storage=True)
-    from torch_backend import _dynamo, _inductor, _sharing
+    from torch_backend import _sharing
+    from torch_backend._compile import dynamo, inductor
     from torch_backend._when_imported import when_imported
 
     _sharing.register(backend.name)
-    when_imported("torch._dynamo", lambda _: _dynamo.register(device_module, backend))
-    when_imported("torch._inductor.compile_fx", lambda _: _inductor.register(backend))
+    when_imported("torch._dynamo", lambda _: dynamo.register(device_module, backend))
+    when_imported("torch._inductor.compile_fx", lambda _: inductor.register(backend))
     _register_collectives(backend)
     if autocompare is not None:
         _autocompare.enable(backend.name, autocompare)

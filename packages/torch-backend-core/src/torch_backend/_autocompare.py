@@ -4,7 +4,7 @@
 compares, for every ATen overload the expression matches (``mul.Tensor``, ``_softmax``, as the op
 report and ``TORCH_BACKEND_FORCE_FALLBACK`` name them) that has device tensor arguments, every
 output and every argument the op writes with the same op replayed on the host (the mutation
-check's replay, ``torch_backend.testing.replay``): shapes, dtypes, strides, values within dtype-aware
+check's replay, ``torch_backend._replay``): shapes, dtypes, strides, values within dtype-aware
 tolerances, NaN positions. The first mismatch raises :class:`AutocompareError` naming the op, its
 arguments' shapes, dtypes and strides, the largest difference and the Python code that called it;
 ``TORCH_BACKEND_AUTOCOMPARE_MODE=log`` (``mode="log"``) logs each mismatch instead and goes on.
@@ -29,7 +29,7 @@ import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_flatten
 
-from torch_backend.testing.replay import Difference, compare_call, host_snapshot, is_device, mutation_tolerance
+from torch_backend._replay import Difference, compare_call, host_snapshot, is_device, mutation_tolerance
 
 PATTERN_SETTING = "TORCH_BACKEND_AUTOCOMPARE"
 MODE_SETTING = "TORCH_BACKEND_AUTOCOMPARE_MODE"
@@ -151,7 +151,7 @@ class AutoCompare(TorchDispatchMode):
 
 def describe_arguments(schema: torch.FunctionSchema, args: tuple, kwargs: dict) -> str:
     """Each argument by name: tensors as dtype[shape] with strides and device, other values as given."""
-    from torch_backend.testing.replay import bound_arguments
+    from torch_backend._replay import bound_arguments
 
     def describe(value: object) -> str:
         if isinstance(value, torch.Tensor):

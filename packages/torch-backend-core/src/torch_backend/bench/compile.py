@@ -62,7 +62,7 @@ def make_step(build: Callable[[], tuple[nn.Module, tuple[int, ...]]], device: to
 def code_generator(device: torch.device) -> str:
     """Which of core's code generators Inductor uses for ``device`` (PyTorch's own device: ``inductor``)."""
     import torch_backend
-    from torch_backend._inductor import codegen_kind
+    from torch_backend._compile.inductor import codegen_kind
 
     backend = torch_backend.active_backend()
     return codegen_kind(backend) if backend is not None and backend.name == device.type else "inductor"

@@ -23,13 +23,23 @@ MiB = 1 << 20
 NO_VIRTUAL_MEMORY = "has no virtual memory calls"
 
 
+def active_device() -> str:
+    """The active backend's device type; raises where none is active."""
+    import torch  # noqa: F401  (activates the backend)
+
+    import torch_backend
+
+    active = torch_backend.active_backend()
+    if active is None:
+        raise RuntimeError("no torch-backend device is active (TORCH_BACKEND=none or none available)")
+    return active.name
+
+
 def workload(steps: int = 200, seed: int = 0) -> None:
     """Runs the fragmenting steps on the active device; raises torch.OutOfMemoryError if they do not fit."""
     import torch
 
-    from torch_backend.testing import device_type
-
-    device = device_type()
+    device = active_device()
     rng = random.Random(seed)
     window: list[torch.Tensor] = []
     for step in range(steps):
@@ -48,9 +58,7 @@ def measure(limit_mib: int | None) -> dict:
     """In this process: the workload under the limit, its peaks, and the cache emptied after."""
     import torch
 
-    from torch_backend.testing import device_module
-
-    dev = device_module()
+    dev = getattr(torch, active_device())
     if limit_mib is not None:
         dev.set_per_process_memory_fraction(limit_mib * MiB / dev.get_device_properties(0).total_memory)
     dev.reset_peak_memory_stats()
@@ -93,10 +101,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.child:
         print(json.dumps(measure(args.limit_mib)))
         return 0
-    from torch_backend.testing import device_type
-
     limit = f", limit {args.limit_mib} MiB" if args.limit_mib else ""
-    print(f"fragmenting workload on {device_type()} (200 steps{limit}), each setting in its own process")
+    print(f"fragmenting workload on {active_device()} (200 steps{limit}), each setting in its own process")
     print(f"{'segments':<12}{'peak reserved':>16}{'peak allocated':>16}{'ratio':>8}  result")
     for expandable in (False, True):
         result = run(expandable, args.limit_mib)

@@ -37,8 +37,8 @@ from torch.testing._internal.opinfo.core import OpInfo, SampleInput
 from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_flatten, tree_map
 
+from torch_backend._replay import compare_call, host_snapshot, is_device
 from torch_backend.testing import device_type
-from torch_backend.testing.replay import compare_call, host_snapshot, is_device
 
 
 @dataclass

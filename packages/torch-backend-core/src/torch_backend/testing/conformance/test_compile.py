@@ -13,7 +13,7 @@ import pytest
 import torch
 
 from torch_backend import active_backend
-from torch_backend._inductor import codegen_kind
+from torch_backend._compile.inductor import codegen_kind
 from torch_backend.testing.conformance._support import DEVICE
 
 

@@ -306,14 +306,14 @@ def test_make_graphed_callables_on_functions_in_order_with_gradients():
 
 
 def _replay_counts() -> dict[str, int]:
-    from torch_backend._inductor_graphs import graph_replay_counts
+    from torch_backend._compile.replay import graph_replay_counts
 
     return graph_replay_counts()
 
 
 def _release_compiled() -> None:
     """Forget compiled code and its device graphs (Inductor keeps compiled modules, and so their pools)."""
-    from torch_backend._inductor_graphs import release_compiled_graphs
+    from torch_backend._compile.replay import release_compiled_graphs
 
     torch._dynamo.reset()
     release_compiled_graphs()
@@ -381,7 +381,7 @@ def test_reduce_overhead_under_inductor_replays_or_says_why():
     # Never a silent fall-back: either the compiled graph replays through device graphs, or a
     # warning says why it cannot (its kernels run on the host, say).
     from torch_backend import active_backend
-    from torch_backend._inductor import codegen_kind, kernels_capturable
+    from torch_backend._compile.inductor import codegen_kind, kernels_capturable
 
     backend = active_backend()
     assert backend is not None

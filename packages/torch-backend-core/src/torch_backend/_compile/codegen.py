@@ -1,8 +1,8 @@
 """What every code generator core registers with Inductor shares: the registration's parts
 (``InductorCodegen``), the device's calls in generated wrapper code, and the cache-key pass.
 
-The bottom of the Inductor modules: ``_inductor`` chooses a code generator and
-registers it, ``_inductor_host`` and ``_inductor_triton`` build one each, and
+The bottom of the Inductor modules: ``inductor`` chooses a code generator and
+registers it, ``host_codegen`` and ``triton_codegen`` build one each, and
 all of them import this module, never each other upwards.
 """
 
@@ -33,10 +33,10 @@ def python_wrapper_with(mixin: type | None, name: str) -> type:
     their subgraphs alike (``create`` picks the subgraph form, as Inductor's own does).
 
     Every one replays its graphs through device graphs under ``mode="reduce-overhead"``
-    (``_inductor_graphs.ReplayThroughGraphs``)."""
+    (``replay.ReplayThroughGraphs``)."""
     from torch._inductor.codegen.wrapper import PythonWrapperCodegen, SubgraphPythonWrapperCodegen
 
-    from torch_backend._inductor_graphs import ReplayThroughGraphs
+    from torch_backend._compile.replay import ReplayThroughGraphs
 
     mixins = (ReplayThroughGraphs,) if mixin is None else (mixin, ReplayThroughGraphs)
     subgraph_wrapper = type(f"{name}Subgraph", (*mixins, SubgraphPythonWrapperCodegen), {})
@@ -60,7 +60,7 @@ def device_op_overrides(device_name: str) -> Any:
 
     class BackendDeviceOps(DeviceOpOverrides):
         def import_get_raw_stream_as(self, name: str) -> str:
-            return f"from torch_backend._inductor_codegen import raw_stream as {name}"
+            return f"from torch_backend._compile.codegen import raw_stream as {name}"
 
         def set_device(self, device_idx: int) -> str:
             return f"{module}.set_device({device_idx})"

@@ -27,7 +27,7 @@ def register(module: ModuleType, backend: Backend) -> None:
     from torch._dynamo import register_backend
     from torch._dynamo.device_interface import register_interface_for_device
 
-    from torch_backend._inductor import device_compiler
+    from torch_backend._compile.inductor import device_compiler
 
     register_interface_for_device(backend.name, make_interface(module, backend))
     _register_traceable_functions(module, backend.name)
@@ -43,8 +43,8 @@ def make_interface(module: ModuleType, backend: Backend) -> type:
     """
     from torch._dynamo.device_interface import DeviceInterface
 
-    from torch_backend._inductor import codegen_kind
-    from torch_backend._inductor_codegen import raw_stream
+    from torch_backend._compile.codegen import raw_stream
+    from torch_backend._compile.inductor import codegen_kind
 
     class BackendInterface(DeviceInterface):
         device = module.device
@@ -88,7 +88,7 @@ def make_interface(module: ModuleType, backend: Backend) -> type:
             # runtime has numbers, its own words otherwise.
             props = module.get_device_properties(device)
             if backend.triton is not None and BackendInterface.is_triton_capable():
-                from torch_backend._inductor_triton import arch
+                from torch_backend._compile.triton_codegen import arch
 
                 return arch(backend.triton, props)
             return props.major * 10 + props.minor if props.major >= 0 else props.capability

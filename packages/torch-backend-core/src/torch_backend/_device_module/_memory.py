@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from torch_backend import _C
-from torch_backend._module._devices import _index
+from torch_backend._device_module._devices import _index
 
 __all__ = [
     "empty_cache",

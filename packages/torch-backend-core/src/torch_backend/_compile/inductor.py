@@ -6,9 +6,9 @@ first of these it has:
 
 - its own code generator (``Backend.inductor``);
 - Triton kernels, where it declares a Triton target (``Backend.triton``) that
-  this process can use (``_inductor_triton``);
+  this process can use (``triton_codegen``);
 - Inductor's C++ kernels where host code may dereference its memory, computing
-  on device memory once the stream's queued work is done (``_inductor_host``);
+  on device memory once the stream's queued work is done (``host_codegen``);
 - no kernels of Inductor's: graphs whose every op Inductor leaves to ATen
   (``options={"fallback_by_default": True}``, or ``backend="<device>"``) run
   on the backend's eager kernels, and a graph that needs a generated kernel
@@ -25,7 +25,7 @@ from collections.abc import Callable
 from typing import Any
 
 from torch_backend._backend import Backend
-from torch_backend._inductor_codegen import InductorCodegen, codegen_identity, device_op_overrides, python_wrapper_with
+from torch_backend._compile.codegen import InductorCodegen, codegen_identity, device_op_overrides, python_wrapper_with
 
 
 def register(backend: Backend) -> None:
@@ -37,7 +37,7 @@ def register(backend: Backend) -> None:
 
     device_name = backend.name
     if backend.triton is not None:
-        from torch_backend._inductor_triton import compiler_missing, register_triton_backend
+        from torch_backend._compile.triton_codegen import compiler_missing, register_triton_backend
 
         if compiler_missing(backend.triton) is None:
             register_triton_backend(device_name, backend.triton)
@@ -46,13 +46,13 @@ def register(backend: Backend) -> None:
     if kind == "own":
         codegen, identity = backend.inductor(), f"{backend.name}-own"  # type: ignore[misc]
     elif kind == "triton":
-        from torch_backend._inductor_triton import interpreting, triton_codegen
+        from torch_backend._compile.triton_codegen import interpreting, triton_codegen
 
         assert backend.triton is not None
         codegen = triton_codegen(device_name)
         identity = f"triton-{backend.triton.vendor}" + ("-interpreted" if interpreting() else "")
     elif kind == "host-kernels":
-        from torch_backend._inductor_host import host_kernel_codegen
+        from torch_backend._compile.host_codegen import host_kernel_codegen
 
         codegen, identity = host_kernel_codegen(device_name), "host-kernels"
     else:
@@ -77,7 +77,7 @@ def codegen_revision() -> str:
     from pathlib import Path
 
     digest = hashlib.sha256()
-    for path in sorted(Path(__file__).parent.glob("_inductor*.py")):
+    for path in sorted(Path(__file__).parent.glob("*.py")):
         digest.update(path.read_bytes())
     return digest.hexdigest()[:16]
 
@@ -98,7 +98,7 @@ def triton_unusable_reason(backend: Backend) -> str | None:
     """Why ``backend`` gets no Triton kernels here (None: it does)."""
     if backend.triton is None:
         return "it declares no Triton target (Backend.triton)"
-    from torch_backend._inductor_triton import unusable_reason
+    from torch_backend._compile.triton_codegen import unusable_reason
 
     return unusable_reason(backend.triton)
 
@@ -109,7 +109,7 @@ def kernels_capturable(backend: Backend, kind: str) -> bool:
     if kind == "host-kernels":
         return False
     if kind == "triton":
-        from torch_backend._inductor_triton import interpreting
+        from torch_backend._compile.triton_codegen import interpreting
 
         return not interpreting()
     return True

@@ -15,8 +15,8 @@ import torch
 from torch.utils import _pytree
 
 from torch_backend import _C
-from torch_backend._module._devices import _index, _name
-from torch_backend._module._streams import Stream, StreamContext
+from torch_backend._device_module._devices import _index, _name
+from torch_backend._device_module._streams import Stream, StreamContext
 
 __all__ = ["Graph", "graph", "graph_pool_handle", "is_current_stream_capturing", "make_graphed_callables"]
 

@@ -131,7 +131,7 @@ class ReplayedCall:
         return fit
 
     def _capture_and_replay(self, args: list[Any]) -> Any:
-        from torch_backend._module._graphs import Graph, graph
+        from torch_backend._device_module._graphs import Graph, graph
 
         if self.captures == MAX_CAPTURES:
             self._release()
@@ -323,7 +323,7 @@ class ReplayThroughGraphs:
             graph.graph_input_names.index(name) for name in graph.mutated_inputs if name in graph.graph_input_names
         )
         result.writeline("")
-        result.writeline("from torch_backend._inductor_graphs import replayed_call")
+        result.writeline("from torch_backend._compile.replay import replayed_call")
         result.writeline(
             f"call = replayed_call(call, device_index={device_index}, mutated_inputs={tuple(mutated)!r}, "
             f"name={kind!r}, unusable_reason={reason!r})"

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from torch_backend._inductor_codegen import InductorCodegen, device_op_overrides, python_wrapper_with
+from torch_backend._compile.codegen import InductorCodegen, device_op_overrides, python_wrapper_with
 
 
 def host_kernel_codegen(device_name: str) -> InductorCodegen:

@@ -8,7 +8,7 @@ from typing import Any
 import torch
 
 from torch_backend import _C
-from torch_backend._module._devices import _index
+from torch_backend._device_module._devices import _index
 
 __all__ = [
     "get_rng_state",

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import types
 
-from torch_backend._module import _devices, _graphs, _memory, _random, _snapshot, _streams
+from torch_backend._device_module import _devices, _graphs, _memory, _random, _snapshot, _streams
 
 _SUBMODULES = (_devices, _graphs, _memory, _random, _streams)
 

@@ -8,7 +8,7 @@ from typing import Any
 import torch
 
 from torch_backend import _C
-from torch_backend._module._devices import _index, _name
+from torch_backend._device_module._devices import _index, _name
 
 __all__ = [
     "Event",

@@ -14,7 +14,7 @@ Registered when Inductor's compiler is first imported, never at ``import torch``
 
 Under Triton's interpreter (``TRITON_INTERPRET=1``, tests) the kernels run on
 the host over copies of their arguments, and core supplies the ``libdevice``
-functions the interpreter lacks (:mod:`torch_backend.testing.triton_interpreter`).
+functions the interpreter lacks (:mod:`torch_backend._compile.triton_interpreter`).
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ import os
 from typing import Any
 
 from torch_backend._backend import TritonTarget
-from torch_backend._inductor_codegen import InductorCodegen, device_op_overrides, python_wrapper_with
+from torch_backend._compile.codegen import InductorCodegen, device_op_overrides, python_wrapper_with
 
 #: The target name each vendor's compiler expects (Triton's ``GPUTarget.backend``).
 _VENDOR_TARGET_NAMES = {"nvidia": "cuda", "amd": "hip"}
@@ -86,7 +86,7 @@ def triton_codegen(device_name: str) -> InductorCodegen:
     from torch_backend._compat import inductor_last_pass_takes_wrapper_lines
 
     if interpreting():
-        from torch_backend.testing.triton_interpreter import provide_libdevice
+        from torch_backend._compile.triton_interpreter import provide_libdevice
 
         provide_libdevice()
 
@@ -191,7 +191,7 @@ def _device_driver(device_name: str, target: TritonTarget, vendor_driver: type) 
     import torch
     from triton.backends.compiler import GPUTarget
 
-    from torch_backend._inductor_codegen import raw_stream
+    from torch_backend._compile.codegen import raw_stream
 
     def properties(index: int) -> Any:
         return getattr(torch, device_name).get_device_properties(index)
