@@ -187,16 +187,6 @@ class CudaCollectives final : public torch_backend::DeviceCollectives {
   Status group_start() override { return ncclGroupStart(); }
   Status group_end() override { return ncclGroupEnd(); }
 
-  Status comm_split(CommHandle comm, int color, int key,
-                    CommHandle* child) override {
-    ncclComm_t created = nullptr;
-    const ncclResult_t result =
-        ncclCommSplit(comm_of(comm), color < 0 ? NCCL_SPLIT_NOCOLOR : color,
-                      key, &created, nullptr);
-    *child = created;
-    return result;
-  }
-
   std::string error_text(Status status) override {
     std::string text = ncclGetErrorString(static_cast<ncclResult_t>(status));
     if (const char* last = ncclGetLastError(nullptr);

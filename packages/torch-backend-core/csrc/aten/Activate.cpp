@@ -10,7 +10,7 @@
 #include "../memory/HostAllocator.h"
 #include "../runtime/Guard.h"
 #include "Registration.h"
-#include "kernels/ForcedFallback.h"
+#include "bringup/ForcedFallback.h"
 #include "kernels/KernelTable.h"
 #include "kernels/OpTable.h"
 

@@ -59,8 +59,8 @@ class NativeBackend : public c10d::Backend {
   // coalescing, so a library's group_start/group_end can issue them as one.
   bool supportsCoalescing() const override { return true; }
   // torch.distributed.split_group: the members' group gets communicators of
-  // its own from fresh ids, as new_group does (the library's comm_split is
-  // not used), and a Gloo backend of its own for CPU tensors.
+  // its own from fresh ids, as new_group does, and a Gloo backend of its own
+  // for CPU tensors.
   bool supportsSplitting() const override { return true; }
   c10::intrusive_ptr<c10d::Backend::Options> getBackendOptions() override;
   c10::intrusive_ptr<c10d::Backend> split(

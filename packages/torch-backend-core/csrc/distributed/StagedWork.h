@@ -7,7 +7,7 @@
 
 #include <memory>
 
-#include "Staging.h"
+#include "Completion.h"
 
 namespace torch_backend::distributed {
 

@@ -10,28 +10,13 @@
 #include <memory>
 #include <vector>
 
+#include "Completion.h"
+
 namespace torch_backend::distributed {
 
 // Whether device memory may be aliased or must be copied through pinned
 // buffers (always the case for memory host code cannot address).
 enum class StagingMode { kAuto, kPinned };
-
-// What has to happen once Gloo is done: AVG's division, copies back to the
-// device. Shared by the work object and its future; runs exactly once.
-class Completion {
- public:
-  void run();
-  std::vector<at::Tensor> results;  // device tensors Work::result() reports
-
- private:
-  friend class Staging;
-  std::mutex mutex_;
-  bool done_ = false;
-  int64_t divisor_ = 1;
-  std::vector<at::Tensor> written_host_;  // what Gloo writes, in host memory
-  std::vector<std::pair<at::Tensor, at::Tensor>> copy_back_;  // host, device
-  std::vector<at::Tensor> keep_alive_;  // inputs, until the work is done
-};
 
 class Staging {
  public:

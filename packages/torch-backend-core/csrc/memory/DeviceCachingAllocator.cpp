@@ -1,10 +1,10 @@
 #include "DeviceCachingAllocator.h"
 
+#include "AllocatorStats.h"
 #include "History.h"
 
 #include <algorithm>
 #include <iterator>
-#include <sstream>
 
 #include <c10/core/Allocator.h>
 #include <c10/core/AllocatorConfig.h>
@@ -22,43 +22,7 @@ namespace torch_backend::allocator {
 namespace {
 
 using c10::CachingAllocator::AcceleratorAllocatorConfig;
-using c10::CachingAllocator::StatArray;
-using c10::CachingAllocator::StatType;
 using Lock = std::lock_guard<std::mutex>;
-
-// Updates the aggregate stat and the one of the block's pool.
-void update(StatArray& stat, const BlockPool& pool, int64_t delta) {
-  const auto kind = static_cast<size_t>(pool.is_small ? StatType::SMALL_POOL
-                                                      : StatType::LARGE_POOL);
-  for (size_t index : {static_cast<size_t>(StatType::AGGREGATE), kind}) {
-    if (delta >= 0) {
-      stat[index].increase(static_cast<size_t>(delta));
-    } else {
-      stat[index].decrease(static_cast<size_t>(-delta));
-    }
-  }
-}
-
-std::string format_size(size_t bytes) {
-  std::ostringstream out;
-  out.precision(2);
-  out << std::fixed;
-  if (bytes < (1 << 10)) {
-    out.precision(0);
-    out << bytes << " bytes";
-  } else if (bytes < (1 << 20)) {
-    out << bytes / 1024.0 << " KiB";
-  } else if (bytes < (size_t{1} << 30)) {
-    out << bytes / 1048576.0 << " MiB";
-  } else {
-    out << bytes / 1073741824.0 << " GiB";
-  }
-  return out.str();
-}
-
-c10::Device device_of(c10::DeviceIndex index) {
-  return {c10::DeviceType::PrivateUse1, index};
-}
 
 }  // namespace
 
@@ -200,37 +164,6 @@ void DeviceCachingAllocator::trace(MemoryTraceEntry::Action action,
                          block->size, block->stream.id(), 0, block->context});
 }
 
-std::vector<MemorySegmentInfo> DeviceCachingAllocator::segments() {
-  Lock lock(mutex_);
-  std::vector<MemorySegmentInfo> out;
-  for (const auto& [base, head] : segment_heads_) {
-    MemorySegmentInfo segment;
-    segment.device = device_;
-    segment.address = base;
-    segment.stream = head->stream.id();
-    segment.is_large = !head->pool->is_small;
-    segment.is_expandable = head->expandable != nullptr;
-    for (const Block* block = head; block != nullptr; block = block->next) {
-      MemoryBlockInfo info;
-      info.address = reinterpret_cast<uintptr_t>(block->ptr);
-      info.size = block->size;
-      segment.total_size += block->size;
-      if (block->allocated) {
-        info.state = MemoryBlockInfo::State::ActiveAllocated;
-        info.requested_size = block->requested_size;
-        info.context = block->context;
-      } else if (block->event_count > 0) {
-        info.state = MemoryBlockInfo::State::ActiveAwaitingFree;
-        info.requested_size = block->requested_size;
-        info.context = block->context;
-      }
-      segment.blocks.push_back(std::move(info));
-    }
-    out.push_back(std::move(segment));
-  }
-  return out;
-}
-
 Block* DeviceCachingAllocator::take_free_block(BlockPool& pool,
                                                c10::Stream stream,
                                                size_t size) {
@@ -283,163 +216,6 @@ Block* DeviceCachingAllocator::new_segment(BlockPool& pool, c10::Stream stream,
     trace(MemoryTraceEntry::Action::SegmentAlloc, block);
   }
   return block;
-}
-
-Block* DeviceCachingAllocator::last_block(const ExpandableSegment& segment) {
-  const auto end = reinterpret_cast<uintptr_t>(segment.base() + segment.end());
-  auto head = segment_heads_.lower_bound(end);
-  if (segment.end() == 0 || head == segment_heads_.begin()) {
-    return nullptr;
-  }
-  Block* block = std::prev(head)->second;
-  if (block->expandable != &segment) {
-    return nullptr;
-  }
-  while (block->next != nullptr) {
-    block = block->next;
-  }
-  const bool ends_there =
-      reinterpret_cast<uintptr_t>(block->ptr) + block->size == end;
-  return ends_there ? block : nullptr;
-}
-
-Block* DeviceCachingAllocator::grow_expandable(BlockPool& pool,
-                                               c10::Stream stream,
-                                               size_t size) {
-  last_oom_status_ = kSuccess;
-  const size_t page = expandable_page_;
-  auto round_up = [page](size_t bytes) {
-    return (bytes + page - 1) / page * page;
-  };
-  ExpandableSegment* segment = nullptr;
-  for (const auto& candidate : expandable_segments_) {
-    if (candidate->growing && candidate->stream == stream &&
-        candidate->small == pool.is_small) {
-      segment = candidate.get();
-    }
-  }
-  Block* tail = segment != nullptr ? last_block(*segment) : nullptr;
-  // A free last block (bins were flushed before growing) takes part.
-  const bool tail_free = tail != nullptr && !tail->allocated &&
-                         tail->event_count == 0 && tail->stream_uses.empty() &&
-                         pool.blocks.count(tail) == 1 && tail->size < size;
-  size_t grow = round_up(size - (tail_free ? tail->size : 0));
-  if (segment == nullptr || segment->end() + grow > segment->capacity()) {
-    if (segment != nullptr) {
-      segment->growing = false;  // full: a fresh range takes over
-    }
-    allowed_bytes();  // learns the device's total memory
-    // Room for the whole device twice over: holes left by unmapped pages
-    // are not mapped again, so the range is used up only slowly.
-    const size_t capacity =
-        std::max(round_up(2 * total_memory_), round_up(size));
-    c10::DeviceGuard guard(device_of(device_));
-    expandable_segments_.push_back(std::make_unique<ExpandableSegment>(
-        stream, pool.is_small, page, capacity));
-    segment = expandable_segments_.back().get();
-    tail = nullptr;
-    grow = round_up(size);
-  }
-  if (stats_.reserved_bytes[0].current + grow > allowed_bytes()) {
-    return nullptr;
-  }
-  const size_t offset = segment->end();
-  const bool was_empty = segment->mapped() == 0;
-  Status status = kSuccess;
-  {
-    c10::DeviceGuard guard(device_of(device_));
-    status = segment->grow(grow);
-  }
-  if (status != kSuccess && active_runtime().is_out_of_memory(status)) {
-    last_oom_status_ = status;
-    return nullptr;
-  }
-  check_status(status, "vm_map");
-  stats_.num_device_alloc += 1;
-  update(stats_.reserved_bytes, pool, static_cast<int64_t>(grow));
-  if (was_empty) {
-    update(stats_.segment, pool, 1);
-  }
-  char* const address = segment->base() + offset;
-  if (recording_history()) {
-    record_trace(device_, {MemoryTraceEntry::Action::SegmentMap,
-                           reinterpret_cast<uintptr_t>(address), grow,
-                           stream.id(), 0, nullptr});
-  }
-  if (tail != nullptr && tail_free) {
-    pool_erase(tail);
-    tail->size += grow;
-    return tail;
-  }
-  Block* block = make_block(stream, grow, &pool, address);
-  block->expandable = segment;
-  if (tail != nullptr) {
-    tail->next = block;
-    block->prev = tail;
-  } else {
-    segment_heads_[reinterpret_cast<uintptr_t>(address)] = block;
-  }
-  return block;
-}
-
-void DeviceCachingAllocator::unmap_free_pages(Block* block) {
-  ExpandableSegment& segment = *block->expandable;
-  const size_t page = segment.page();
-  const size_t start = static_cast<char*>(block->ptr) - segment.base();
-  const size_t end = start + block->size;
-  const size_t first = (start + page - 1) / page * page;
-  const size_t last = end / page * page;
-  if (last <= first) {
-    return;
-  }
-  const size_t unmapped = segment.unmap(first, last - first);  // may throw
-  pool_erase(block);
-  Block* const prev = block->prev;
-  Block* const next = block->next;
-  Block* before = nullptr;
-  if (first > start) {
-    before = block;  // keeps its head entry, if it is one
-    before->size = first - start;
-    before->next = nullptr;
-  } else {
-    if (prev != nullptr) {
-      prev->next = nullptr;
-    } else {
-      segment_heads_.erase(reinterpret_cast<uintptr_t>(block->ptr));
-    }
-  }
-  Block* after = nullptr;
-  if (end > last) {
-    after = make_block(block->stream, end - last, block->pool,
-                       segment.base() + last);
-    after->expandable = &segment;
-    after->next = next;
-    if (next != nullptr) {
-      next->prev = after;
-    }
-    segment_heads_[reinterpret_cast<uintptr_t>(after->ptr)] = after;
-  } else if (next != nullptr) {
-    next->prev = nullptr;
-    segment_heads_[reinterpret_cast<uintptr_t>(next->ptr)] = next;
-  }
-  update(stats_.reserved_bytes, *block->pool, -static_cast<int64_t>(unmapped));
-  stats_.num_device_free += 1;
-  if (segment.mapped() == 0) {
-    update(stats_.segment, *block->pool, -1);
-  }
-  if (recording_history()) {
-    record_trace(device_, {MemoryTraceEntry::Action::SegmentUnmap,
-                           reinterpret_cast<uintptr_t>(segment.base() + first),
-                           unmapped, block->stream.id(), 0, nullptr});
-  }
-  if (before != nullptr) {
-    pool_insert(before);
-  } else {
-    recycle(block);
-  }
-  if (after != nullptr) {
-    pool_insert(after);
-  }
 }
 
 bool DeviceCachingAllocator::should_split(const Block* block,
@@ -844,76 +620,6 @@ std::pair<void*, size_t> DeviceCachingAllocator::segment_of(
     size += part->size;
   }
   return {first->ptr, size};
-}
-
-DeviceStats DeviceCachingAllocator::stats() {
-  Lock lock(mutex_);
-  return stats_;
-}
-
-template <typename Fn>
-void DeviceCachingAllocator::for_each_stat(Fn&& fn) {
-  for (StatArray* array :
-       {&stats_.allocation, &stats_.segment, &stats_.active,
-        &stats_.inactive_split, &stats_.allocated_bytes, &stats_.reserved_bytes,
-        &stats_.active_bytes, &stats_.inactive_split_bytes,
-        &stats_.requested_bytes}) {
-    for (auto& stat : *array) {
-      fn(stat);
-    }
-  }
-  fn(stats_.oversize_allocations);
-  fn(stats_.oversize_segments);
-}
-
-void DeviceCachingAllocator::reset_peak_stats() {
-  Lock lock(mutex_);
-  for_each_stat([](c10::CachingAllocator::Stat& stat) { stat.reset_peak(); });
-}
-
-void DeviceCachingAllocator::reset_accumulated_stats() {
-  Lock lock(mutex_);
-  for_each_stat(
-      [](c10::CachingAllocator::Stat& stat) { stat.reset_accumulated(); });
-  stats_.num_alloc_retries = 0;
-  stats_.num_ooms = 0;
-  stats_.num_device_alloc = 0;
-  stats_.num_device_free = 0;
-}
-
-void DeviceCachingAllocator::raise_out_of_memory(size_t size, size_t segment,
-                                                 bool fraction_limited) {
-  size_t free_bytes = 0;
-  size_t total_bytes = 0;
-  {
-    c10::DeviceGuard guard(device_of(device_));
-    (void)active_runtime().mem_get_info(&free_bytes, &total_bytes);
-  }
-  const auto allocated = static_cast<size_t>(stats_.allocated_bytes[0].current);
-  const auto reserved = static_cast<size_t>(stats_.reserved_bytes[0].current);
-  std::string limit;
-  if (fraction_limited) {
-    limit = " The memory fraction " + std::to_string(memory_fraction_) +
-            " allows " + format_size(allowed_bytes()) + " and " +
-            format_size(reserved + segment) + " would be reserved.";
-  }
-  // The runtime's own words, as for every other runtime error (its recent
-  // error message, where it keeps one: ACL's aclGetRecentErrMsg).
-  const std::string runtime_text =
-      last_oom_status_ == kSuccess
-          ? std::string()
-          : " The runtime reported: " +
-                active_runtime().error_text(last_oom_status_) + ".";
-  TORCH_CHECK_WITH(
-      OutOfMemoryError, false, device_of(device_),
-      " out of memory. Tried to allocate ", format_size(size),
-      ". Device has a total capacity of ", format_size(total_bytes),
-      " of which ", format_size(free_bytes),
-      " is free. Of the allocated "
-      "memory ",
-      format_size(allocated), " is allocated by PyTorch, and ",
-      format_size(reserved - std::min(reserved, allocated)),
-      " is reserved by PyTorch but unallocated.", limit, runtime_text);
 }
 
 }  // namespace torch_backend::allocator

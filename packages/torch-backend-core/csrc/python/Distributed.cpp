@@ -4,6 +4,7 @@
 // apart from _C so that importing torch_backend never loads c10d glue that a
 // single-process user does not need.
 #include <Python.h>
+#include <pybind11/chrono.h>
 #include <pybind11/pybind11.h>
 
 #include <torch_backend/Runtime.h>
@@ -40,7 +41,7 @@ c10d::Backend* make_staged_backend(c10d::Backend* gloo, const std::string& name,
   return staged.release();
 }
 
-// `make_gloo(store, rank, size, timeout_s)`, a Python callable, as the native
+// `make_gloo(store, rank, size, timeout)`, a Python callable, as the native
 // backend's factory of Gloo backends (one per group, split groups included).
 NativeBackend::CpuBackendFactory gloo_factory(py::object make_gloo) {
   if (make_gloo.is_none()) {
@@ -62,8 +63,8 @@ NativeBackend::CpuBackendFactory gloo_factory(py::object make_gloo) {
     py::gil_scoped_acquire gil;
     // The store goes with its holder: Python shares it (a raw pointer would
     // make pybind11 build a second owner).
-    py::object made = (*held)(py::cast(store), rank, size,
-                              static_cast<double>(timeout.count()) / 1000.0);
+    // The timeout crosses as a datetime.timedelta (pybind11's chrono caster).
+    py::object made = (*held)(py::cast(store), rank, size, timeout);
     auto* backend = made.cast<c10d::Backend*>();
     TORCH_CHECK_TYPE(backend != nullptr, "make_gloo returned None");
     return c10::intrusive_ptr<c10d::Backend>::reclaim_copy(backend);
@@ -72,7 +73,8 @@ NativeBackend::CpuBackendFactory gloo_factory(py::object make_gloo) {
 
 c10d::Backend* make_native_backend(c10d::Store* store, int rank, int size,
                                    py::object make_gloo,
-                                   const std::string& name, double timeout_s,
+                                   const std::string& name,
+                                   std::chrono::milliseconds timeout,
                                    bool end_process_on_error) {
   TORCH_CHECK_TYPE(store != nullptr, "expected a store, got None");
   DeviceCollectives* library = active_collectives();
@@ -85,9 +87,7 @@ c10d::Backend* make_native_backend(c10d::Store* store, int rank, int size,
   }
   auto native = c10::make_intrusive<NativeBackend>(
       c10::intrusive_ptr<c10d::Store>::reclaim_copy(store), rank, size,
-      *library, std::move(factory), name,
-      std::chrono::milliseconds(static_cast<int64_t>(timeout_s * 1000)),
-      end_process_on_error);
+      *library, std::move(factory), name, timeout, end_process_on_error);
   return native.release();
 }
 
@@ -130,7 +130,7 @@ PYBIND11_MODULE(_distributed, m) {
       .def_property_readonly("options", &NativeBackend::getBackendOptions);
   m.def("make_native_backend", &torch_backend::distributed::make_native_backend,
         py::arg("store"), py::arg("rank"), py::arg("size"),
-        py::arg("make_gloo"), py::arg("name"), py::arg("timeout_s"),
+        py::arg("make_gloo"), py::arg("name"), py::arg("timeout"),
         py::arg("end_process_on_error"),
         py::return_value_policy::take_ownership,
         py::call_guard<py::gil_scoped_release>());

@@ -17,7 +17,7 @@
 #include <torch_backend/Generator.h>
 #include <torch_backend/Runtime.h>
 
-#include "../aten/OpReport.h"
+#include "../aten/bringup/OpReport.h"
 #include "../aten/kernels/OpTable.h"
 #include "../graphs/GraphRegistration.h"
 #include "../profiler/KinetoProfiler.h"

@@ -13,8 +13,5 @@ Status DeviceCollectives::all_to_all(const void*, void*, std::size_t, DType,
                                      CommHandle, StreamHandle) {
   return kNotSupported;
 }
-Status DeviceCollectives::comm_split(CommHandle, int, int, CommHandle*) {
-  return kNotSupported;
-}
 
 }  // namespace torch_backend

@@ -41,7 +41,7 @@ namespace torch_backend {
 
 // Bumped whenever the layout of DeviceCollectives changes; core refuses a
 // library built against another version (and keeps staged Gloo).
-constexpr int kDeviceCollectivesAbiVersion = 1;
+constexpr int kDeviceCollectivesAbiVersion = 2;
 
 // The bytes that name a communicator being created: NCCL's ncclUniqueId is
 // 128 bytes, HCCL's HcclRootInfo 4108. A library uses a prefix of them.
@@ -124,12 +124,6 @@ class TORCH_BACKEND_API DeviceCollectives {
   // kNotSupported (core uses grouped send and recv).
   virtual Status all_to_all(const void* send, void* recv, std::size_t count,
                             DType dtype, CommHandle comm, StreamHandle stream);
-  // A communicator of the ranks that pass the same `color`, ordered by `key`
-  // (ncclCommSplit); color < 0: this rank joins none (*child = nullptr).
-  // Default: kNotSupported. Reserved: core does not call it yet (new_group
-  // and split_group get communicators from fresh ids).
-  virtual Status comm_split(CommHandle comm, int color, int key,
-                            CommHandle* child);
 
   // --- errors ------------------------------------------------------------
   virtual std::string error_text(Status status) = 0;

@@ -74,10 +74,10 @@ def register_native_backend(device: str) -> str | None:
         _drain_watchdogs_at_exit()
 
         def make_gloo(
-            gloo_store: torch.distributed.Store, gloo_rank: int, size: int, timeout_s: float
+            gloo_store: torch.distributed.Store, gloo_rank: int, size: int, timeout: timedelta
         ) -> torch._C._distributed_c10d.Backend:
             # For CPU tensors in the group, and in every group split from it.
-            return ProcessGroupGloo(gloo_store, gloo_rank, size, timedelta(seconds=timeout_s))
+            return ProcessGroupGloo(gloo_store, gloo_rank, size, timeout)
 
         return _distributed.make_native_backend(
             PrefixStore(f"{name}/", store),
@@ -85,7 +85,7 @@ def register_native_backend(device: str) -> str | None:
             world_size,
             make_gloo,
             name,
-            timeout.total_seconds(),
+            timeout,
             _end_process_on_error(),
         )
 

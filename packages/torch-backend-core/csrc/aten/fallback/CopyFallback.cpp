@@ -10,7 +10,7 @@
 
 #include <torch_backend/Runtime.h>
 
-#include "../OpReport.h"
+#include "../bringup/OpReport.h"
 #include "Fallback.h"
 #include "GeneratorBridge.h"
 #include "HostThreads.h"

@@ -12,8 +12,8 @@
 
 #include <torch_backend/Runtime.h>
 
-#include "../OpReport.h"
 #include "../Registration.h"
+#include "../bringup/OpReport.h"
 #include "Fallback.h"
 
 namespace torch_backend {

@@ -25,7 +25,7 @@
 #include <torch_backend/HostAccess.h>
 #include <torch_backend/Runtime.h>
 
-#include "../OpReport.h"
+#include "../bringup/OpReport.h"
 #include "Fallback.h"
 
 namespace torch_backend {

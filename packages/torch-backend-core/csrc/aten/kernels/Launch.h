@@ -20,10 +20,10 @@
 
 #include "../../runtime/DeviceActivity.h"
 #include "../DeviceCheck.h"
-#include "../LaunchBlocking.h"
-#include "../OpReport.h"
+#include "../bringup/ForcedFallback.h"
+#include "../bringup/LaunchBlocking.h"
+#include "../bringup/OpReport.h"
 #include "DTypes.h"
-#include "ForcedFallback.h"
 
 namespace torch_backend {
 

@@ -176,7 +176,7 @@ struct OpTableRow {
   bool on_device;
   bool forced;
 };
-std::vector<OpTableRow> op_table();
+std::vector<OpTableRow> op_table();  // OpTableRows.cpp
 
 // The kernel names a family accepts (for checking a backend's registry).
 std::vector<std::string> known_kernels(const std::string& family);

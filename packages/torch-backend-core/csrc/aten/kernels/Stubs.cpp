@@ -6,7 +6,7 @@
 #include <ATen/ops/arange_native.h>
 #include <torch/library.h>
 
-#include "ForcedFallback.h"
+#include "../bringup/ForcedFallback.h"
 #include "KernelTable.h"
 #include "Launch.h"
 #include "OpTable.h"

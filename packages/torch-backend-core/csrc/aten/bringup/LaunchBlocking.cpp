@@ -7,7 +7,7 @@
 
 #include <torch_backend/Runtime.h>
 
-#include "../runtime/Streams.h"
+#include "../../runtime/Streams.h"
 
 namespace torch_backend {
 

@@ -18,7 +18,7 @@
 #include <optional>
 #include <tuple>
 
-#include "Registration.h"
+#include "../Registration.h"
 
 namespace torch_backend {
 namespace {

@@ -19,12 +19,12 @@
 #include <torch_backend/HostAccess.h>
 #include <torch_backend/Runtime.h>
 
-#include "../memory/HostAllocator.h"
-#include "../runtime/Capture.h"
-#include "../runtime/Streams.h"
-#include "LaunchBlocking.h"
-#include "Registration.h"
-#include "kernels/Copy.h"
+#include "../../memory/HostAllocator.h"
+#include "../../runtime/Capture.h"
+#include "../../runtime/Streams.h"
+#include "../Registration.h"
+#include "../bringup/LaunchBlocking.h"
+#include "Copy.h"
 
 namespace torch_backend {
 namespace {
