@@ -77,125 +77,160 @@ void StagedBackend::monitoredBarrier(const c10d::BarrierOptions& opts,
   gloo()->monitoredBarrier(opts, wait_all_ranks);
 }
 
+namespace {
+
+// The host stand-ins of what a collective reads or writes: one tensor, a
+// list, or a list of lists (Staging's forms).
+at::Tensor read(Staging& s, const at::Tensor& t) { return s.input(t); }
+std::vector<at::Tensor> read(Staging& s, const std::vector<at::Tensor>& ts) {
+  return s.inputs(ts);
+}
+std::vector<std::vector<at::Tensor>> read(
+    Staging& s, const std::vector<std::vector<at::Tensor>>& lists) {
+  return s.inputs(lists);
+}
+at::Tensor written(Staging& s, const at::Tensor& t) { return s.output(t); }
+std::vector<at::Tensor> written(Staging& s, const std::vector<at::Tensor>& ts) {
+  return s.outputs(ts);
+}
+std::vector<std::vector<at::Tensor>> written(
+    Staging& s, const std::vector<std::vector<at::Tensor>>& lists) {
+  return s.outputs(lists);
+}
+
+// `opts` with its reduce op made Gloo's (AVG runs as SUM, then a division of
+// the staged outputs; `divide` false: not on this rank).
+template <typename Options>
+Options for_gloo(const Options& opts, Staging& s, int size,
+                 bool divide = true) {
+  Options gloo_opts = opts;
+  gloo_opts.reduceOp = s.gloo_op(opts.reduceOp, size, divide);
+  return gloo_opts;
+}
+
+}  // namespace
+
 // Each collective: stage what it reads and writes, run Gloo on the host
-// stand-ins, hand back a work object that finishes the copies.
+// stand-ins (`run(gloo, staging, ...)`, after the outputs are staged, as
+// for_gloo needs), hand back a work object that finishes the copies.
+template <typename Run>
+StagedBackend::Work StagedBackend::in_place(Tensors& tensors, Run run) {
+  Staging s(mode_);
+  auto host = s.in_outs(tensors);
+  return issued(s.finish(run(*gloo(), s, host)));
+}
+
+template <typename Out, typename In, typename Run>
+StagedBackend::Work StagedBackend::out_of_place(Out& outputs, In& inputs,
+                                                Run run) {
+  Staging s(mode_);
+  auto host_in = read(s, inputs);
+  auto host_out = written(s, outputs);
+  return issued(s.finish(run(*gloo(), s, host_out, host_in)));
+}
 
 StagedBackend::Work StagedBackend::broadcast(
     Tensors& tensors, const c10d::BroadcastOptions& opts) {
-  Staging s(mode_);
-  auto host = s.in_outs(tensors);
-  return issued(s.finish(gloo()->broadcast(host, opts)));
+  return in_place(tensors, [&](c10d::Backend& g, Staging&, auto& host) {
+    return g.broadcast(host, opts);
+  });
 }
 
 StagedBackend::Work StagedBackend::allreduce(
     Tensors& tensors, const c10d::AllreduceOptions& opts) {
-  Staging s(mode_);
-  auto host = s.in_outs(tensors);
-  auto gloo_opts = opts;
-  gloo_opts.reduceOp = s.gloo_op(opts.reduceOp, size_);
-  return issued(s.finish(gloo()->allreduce(host, gloo_opts)));
+  return in_place(tensors, [&](c10d::Backend& g, Staging& s, auto& host) {
+    return g.allreduce(host, for_gloo(opts, s, size_));
+  });
 }
 
 StagedBackend::Work StagedBackend::allreduce_coalesced(
     Tensors& tensors, const c10d::AllreduceCoalescedOptions& opts) {
-  Staging s(mode_);
-  auto host = s.in_outs(tensors);
-  auto gloo_opts = opts;
-  gloo_opts.reduceOp = s.gloo_op(opts.reduceOp, size_);
-  return issued(s.finish(gloo()->allreduce_coalesced(host, gloo_opts)));
+  return in_place(tensors, [&](c10d::Backend& g, Staging& s, auto& host) {
+    return g.allreduce_coalesced(host, for_gloo(opts, s, size_));
+  });
 }
 
 StagedBackend::Work StagedBackend::reduce(Tensors& tensors,
                                           const c10d::ReduceOptions& opts) {
-  Staging s(mode_);
-  auto host = s.in_outs(tensors);
-  auto gloo_opts = opts;
-  gloo_opts.reduceOp = s.gloo_op(opts.reduceOp, size_, rank_ == opts.rootRank);
-  return issued(s.finish(gloo()->reduce(host, gloo_opts)));
+  return in_place(tensors, [&](c10d::Backend& g, Staging& s, auto& host) {
+    return g.reduce(host, for_gloo(opts, s, size_, rank_ == opts.rootRank));
+  });
 }
 
 StagedBackend::Work StagedBackend::allgather(
     TensorLists& outputs, Tensors& inputs, const c10d::AllgatherOptions& opts) {
-  Staging s(mode_);
-  auto host_in = s.inputs(inputs);
-  auto host_out = s.outputs(outputs);
-  return issued(s.finish(gloo()->allgather(host_out, host_in, opts)));
+  return out_of_place(outputs, inputs,
+                      [&](c10d::Backend& g, Staging&, auto& out, auto& in) {
+                        return g.allgather(out, in, opts);
+                      });
 }
 
 StagedBackend::Work StagedBackend::_allgather_base(
     at::Tensor& output, at::Tensor& input, const c10d::AllgatherOptions& opts) {
-  Staging s(mode_);
-  auto host_in = s.input(input);
-  auto host_out = s.output(output);
-  return issued(s.finish(gloo()->_allgather_base(host_out, host_in, opts)));
+  return out_of_place(output, input,
+                      [&](c10d::Backend& g, Staging&, auto& out, auto& in) {
+                        return g._allgather_base(out, in, opts);
+                      });
 }
 
 StagedBackend::Work StagedBackend::allgather_coalesced(
     TensorLists& outputs, Tensors& inputs, const c10d::AllgatherOptions& opts) {
-  Staging s(mode_);
-  auto host_in = s.inputs(inputs);
-  auto host_out = s.outputs(outputs);
-  return issued(s.finish(gloo()->allgather_coalesced(host_out, host_in, opts)));
+  return out_of_place(outputs, inputs,
+                      [&](c10d::Backend& g, Staging&, auto& out, auto& in) {
+                        return g.allgather_coalesced(out, in, opts);
+                      });
 }
 
 StagedBackend::Work StagedBackend::allgather_into_tensor_coalesced(
     Tensors& outputs, Tensors& inputs, const c10d::AllgatherOptions& opts) {
-  Staging s(mode_);
-  auto host_in = s.inputs(inputs);
-  auto host_out = s.outputs(outputs);
-  return issued(s.finish(
-      gloo()->allgather_into_tensor_coalesced(host_out, host_in, opts)));
+  return out_of_place(outputs, inputs,
+                      [&](c10d::Backend& g, Staging&, auto& out, auto& in) {
+                        return g.allgather_into_tensor_coalesced(out, in, opts);
+                      });
 }
 
 StagedBackend::Work StagedBackend::gather(TensorLists& outputs, Tensors& inputs,
                                           const c10d::GatherOptions& opts) {
-  Staging s(mode_);
-  auto host_in = s.inputs(inputs);
-  auto host_out = s.outputs(outputs);
-  return issued(s.finish(gloo()->gather(host_out, host_in, opts)));
+  return out_of_place(outputs, inputs,
+                      [&](c10d::Backend& g, Staging&, auto& out, auto& in) {
+                        return g.gather(out, in, opts);
+                      });
 }
 
 StagedBackend::Work StagedBackend::scatter(Tensors& outputs,
                                            TensorLists& inputs,
                                            const c10d::ScatterOptions& opts) {
-  Staging s(mode_);
-  auto host_in = s.inputs(inputs);
-  auto host_out = s.outputs(outputs);
-  return issued(s.finish(gloo()->scatter(host_out, host_in, opts)));
+  return out_of_place(outputs, inputs,
+                      [&](c10d::Backend& g, Staging&, auto& out, auto& in) {
+                        return g.scatter(out, in, opts);
+                      });
 }
 
 StagedBackend::Work StagedBackend::reduce_scatter(
     Tensors& outputs, TensorLists& inputs,
     const c10d::ReduceScatterOptions& opts) {
-  Staging s(mode_);
-  auto host_in = s.inputs(inputs);
-  auto host_out = s.outputs(outputs);
-  auto gloo_opts = opts;
-  gloo_opts.reduceOp = s.gloo_op(opts.reduceOp, size_);
-  return issued(s.finish(gloo()->reduce_scatter(host_out, host_in, gloo_opts)));
+  return out_of_place(
+      outputs, inputs, [&](c10d::Backend& g, Staging& s, auto& out, auto& in) {
+        return g.reduce_scatter(out, in, for_gloo(opts, s, size_));
+      });
 }
 
 StagedBackend::Work StagedBackend::_reduce_scatter_base(
     at::Tensor& output, at::Tensor& input,
     const c10d::ReduceScatterOptions& opts) {
-  Staging s(mode_);
-  auto host_in = s.input(input);
-  auto host_out = s.output(output);
-  auto gloo_opts = opts;
-  gloo_opts.reduceOp = s.gloo_op(opts.reduceOp, size_);
-  return issued(
-      s.finish(gloo()->_reduce_scatter_base(host_out, host_in, gloo_opts)));
+  return out_of_place(
+      output, input, [&](c10d::Backend& g, Staging& s, auto& out, auto& in) {
+        return g._reduce_scatter_base(out, in, for_gloo(opts, s, size_));
+      });
 }
 
 StagedBackend::Work StagedBackend::reduce_scatter_tensor_coalesced(
     Tensors& outputs, Tensors& inputs, const c10d::ReduceScatterOptions& opts) {
-  Staging s(mode_);
-  auto host_in = s.inputs(inputs);
-  auto host_out = s.outputs(outputs);
-  auto gloo_opts = opts;
-  gloo_opts.reduceOp = s.gloo_op(opts.reduceOp, size_);
-  return issued(s.finish(
-      gloo()->reduce_scatter_tensor_coalesced(host_out, host_in, gloo_opts)));
+  return out_of_place(outputs, inputs,
+                      [&](c10d::Backend& g, Staging& s, auto& out, auto& in) {
+                        return g.reduce_scatter_tensor_coalesced(
+                            out, in, for_gloo(opts, s, size_));
+                      });
 }
 
 StagedBackend::Work StagedBackend::alltoall_base(
@@ -203,11 +238,11 @@ StagedBackend::Work StagedBackend::alltoall_base(
     std::vector<int64_t>& output_split_sizes,
     std::vector<int64_t>& input_split_sizes,
     const c10d::AllToAllOptions& opts) {
-  Staging s(mode_);
-  auto host_in = s.input(input);
-  auto host_out = s.output(output);
-  return issued(s.finish(gloo()->alltoall_base(
-      host_out, host_in, output_split_sizes, input_split_sizes, opts)));
+  return out_of_place(output, input,
+                      [&](c10d::Backend& g, Staging&, auto& out, auto& in) {
+                        return g.alltoall_base(out, in, output_split_sizes,
+                                               input_split_sizes, opts);
+                      });
 }
 
 StagedBackend::Work StagedBackend::alltoall(Tensors& outputs, Tensors& inputs,
@@ -216,12 +251,13 @@ StagedBackend::Work StagedBackend::alltoall(Tensors& outputs, Tensors& inputs,
               "all_to_all over lists of tensors needs torch 2.12 or newer on '",
               getBackendName(),
               "' (this torch's Gloo lacks it): use all_to_all_single");
-  Staging s(mode_);
-  auto host_in = s.inputs(inputs);
-  auto host_out = s.outputs(outputs);
-  return issued(s.finish(gloo()->alltoall(host_out, host_in, opts)));
+  return out_of_place(outputs, inputs,
+                      [&](c10d::Backend& g, Staging&, auto& out, auto& in) {
+                        return g.alltoall(out, in, opts);
+                      });
 }
 
+// Point-to-point: one side only.
 StagedBackend::Work StagedBackend::send(Tensors& tensors, int dst_rank,
                                         int tag) {
   Staging s(mode_);

@@ -75,6 +75,12 @@ class StagedBackend : public c10d::Backend {
  private:
   // Every work goes through here, so a coalescing window can collect it.
   Work issued(Work work);
+  // One collective over Gloo (StagedBackend.cpp): `tensors` read and written
+  // in place, or `outputs` written from `inputs`.
+  template <typename Run>
+  Work in_place(Tensors& tensors, Run run);
+  template <typename Out, typename In, typename Run>
+  Work out_of_place(Out& outputs, In& inputs, Run run);
   // The Gloo backend; a clear error once the group was shut down.
   c10d::Backend* gloo();
 
