@@ -11,7 +11,7 @@ from torch_backend.testing import failed_read
 from torch_backend.testing import run_ranks as start_ranks
 
 WORKER = """
-import os, sys
+import os, sys, time
 from datetime import timedelta
 import torch, torch.distributed as dist
 import torch_backend_fake.faults as faults
@@ -26,6 +26,12 @@ torch.fake.set_device(device)
 t = torch.ones(4, device=device)
 dist.all_reduce(t)
 torch.fake.synchronize()
+# Every rank has its warm-up result before the fault is injected (through the store, outside the
+# collectives): otherwise the faulty rank may abort the group while a peer still waits for the warm-up,
+# which then fails outside all_reduce_until_failure.
+store.add("warmed up", 1)
+while store.add("warmed up", 0) < world:
+    time.sleep(0.01)
 if rank == world - 1:
     faults.inject(fault, nth=1)
 all_reduce_until_failure(t)  # exits 3 at the error
