@@ -276,7 +276,10 @@ std::tuple<Tensor, Tensor, Tensor> batch_backward(
     grad_bias = at::empty({channels}, x.options());
     call.grad_bias = view_of(grad_bias);
   }
-  call.grad_out = view_of(as_ncl(grad_out));
+  // Kept: a non-contiguous grad_out (sum()'s expanded ones) is copied, and
+  // the copy must outlive the kernel's own workspace allocations.
+  KeptTensors kept;
+  call.grad_out = kept.view(as_ncl(grad_out));
   call.input = view_of(x);
   call.weight = view_or_absent(weight);
   call.running_mean = view_or_absent(running_mean);
