@@ -156,6 +156,26 @@ def test_the_device_has_a_triton_backend_of_its_own(interpreted: bool) -> None:
     assert got["target"] == ["fake", 80, 32]
 
 
+# NVIDIA's driver made active, as on a GPU machine where the gpu backend runs beside a usable CUDA.
+VENDOR_ACTIVE_PROGRAM = """
+import json, torch, triton.backends
+triton.backends.backends["nvidia"].driver.is_active = classmethod(lambda cls: True)
+x = torch.arange(8.0)
+got = torch.compile(lambda t: t.sin() * 2 + 1)(x.to("fake")).cpu()
+torch.testing.assert_close(got, x.sin() * 2 + 1)
+from triton.runtime import driver
+print(json.dumps({"active_driver": type(driver.active).__name__}))
+"""
+
+
+def test_compiling_works_where_the_vendors_driver_is_active_too() -> None:
+    # Triton's default driver is the one active driver: with two (the vendor's and the device's)
+    # it refuses to choose, which stopped every compiled step of the gpu backend on an H100.
+    out = run("-c", VENDOR_ACTIVE_PROGRAM, TRITON_INTERPRET="1")
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert json.loads(out.stdout.splitlines()[-1])["active_driver"] == "FakeCudaDriver"
+
+
 def test_cpp_wrapper_is_refused_clearly() -> None:
     program = (
         "import torch\n"

@@ -152,15 +152,21 @@ def register_triton_backend(device_name: str, target: TritonTarget) -> None:
     here (``interpreter_only``): compiling for the target needs no device.
     """
     import triton.backends
+    import triton.runtime
 
     if device_name in triton.backends.backends:
         return
     vendor = triton.backends.backends[target.vendor]
     compiler = _device_compiler(device_name, vendor.compiler, _VENDOR_TARGET_NAMES.get(target.vendor, target.vendor))
     driver = _device_driver(device_name, target, vendor.driver)
-    # Appended: Inductor's set_driver_to_gpu() takes the first active driver in
-    # this order, so a usable vendor device keeps its own.
+    # Appended after the vendors' backends.
     triton.backends.backends[device_name] = triton.backends.Backend(compiler=compiler, driver=driver)
+    # Made the active driver now: where the vendor's device is usable too (a GPU
+    # beside the gpu backend) both drivers are active, and Triton's default
+    # driver (the one active driver) would refuse to choose. The device is
+    # PyTorch's accelerator in this process; Inductor's set_driver_to_gpu()
+    # keeps an active driver that is an instance of the vendor's.
+    triton.runtime.driver.set_active(driver())
 
 
 def _device_compiler(device_name: str, vendor_compiler: type, vendor_target_name: str) -> type:
