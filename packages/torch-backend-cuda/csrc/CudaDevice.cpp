@@ -44,6 +44,18 @@ cudaStreamCaptureMode to_cuda(torch_backend::CaptureMode mode) {
   }
 }
 
+// This thread's stream capture mode set to relaxed for the guard's life.
+class RelaxedCaptureMode {
+ public:
+  RelaxedCaptureMode() { cudaThreadExchangeStreamCaptureMode(&previous_); }
+  ~RelaxedCaptureMode() { cudaThreadExchangeStreamCaptureMode(&previous_); }
+  RelaxedCaptureMode(const RelaxedCaptureMode&) = delete;
+  RelaxedCaptureMode& operator=(const RelaxedCaptureMode&) = delete;
+
+ private:
+  cudaStreamCaptureMode previous_ = cudaStreamCaptureModeRelaxed;
+};
+
 // A captured graph and, once instantiated, its executable form.
 struct CapturedGraph {
   cudaGraph_t graph = nullptr;
@@ -111,11 +123,18 @@ class CudaRuntime final : public torch_backend::DeviceRuntime {
     return cudaMemGetInfo(free_bytes, total_bytes);
   }
 
+  // Allocations in relaxed capture mode: while any stream captures in
+  // Global mode, CUDA refuses cudaMalloc (and invalidates the capture) unless
+  // the calling thread's mode is relaxed. Core allocates a graph's memory
+  // during its capture and frees none of it before the graph is reset, as
+  // PyTorch's allocator (cudaMallocMaybeCapturing) does.
   Status malloc(void** ptr, std::size_t bytes) override {
+    const RelaxedCaptureMode relaxed;
     return cudaMalloc(ptr, bytes);
   }
   Status free(void* ptr) override { return cudaFree(ptr); }
   Status host_malloc(void** ptr, std::size_t bytes) override {
+    const RelaxedCaptureMode relaxed;
     return cudaHostAlloc(ptr, bytes, cudaHostAllocDefault);
   }
   Status host_free(void* ptr) override { return cudaFreeHost(ptr); }
