@@ -70,6 +70,13 @@ int launch_stream_sleep(void* stream, unsigned long microseconds);
 torch_backend::Status copy_into(const torch_backend::KernelContext& ctx,
                                 const torch_backend::ElementwiseCall& call);
 
+// sums[c] = the sum of `in` over every dimension but 1 (the channels), with
+// the reduction kernel: a convolution's bias gradient, as PyTorch computes it
+// beside cuDNN (whose BackwardBias has no bfloat16).
+torch_backend::Status sum_but_channels(const torch_backend::KernelContext& ctx,
+                                       const torch_backend::TensorView& sums,
+                                       const torch_backend::TensorView& in);
+
 // The matrix-multiply family on cuBLAS (CudaGemm.cpp).
 torch_backend::Status cublas_gemm(const torch_backend::KernelContext& ctx,
                                   const torch_backend::GemmCall& call);

@@ -1,19 +1,24 @@
 // The convolution family on cuDNN (DeviceKernels.h), through its descriptor
 // API as PyTorch's CUDA backend used it: forward is cudnnConvolutionForward
-// plus cudnnAddTensor for the bias; backward is cudnnConvolutionBackwardData,
-// ...BackwardFilter and ...BackwardBias. A transposed convolution is the
-// adjoint of an ordinary one with the same weight, so its forward is
-// BackwardData and its input gradient is Forward. Each call takes cuDNN's
-// heuristically best algorithm (the _v7 queries) and its workspace from
-// core's caching allocator. 1-d convolutions run as 2-d ones with a unit
-// height, as cuDNN wants at least four dimensions. Layouts other than dense
-// contiguous or channels-last, and sizes past cuDNN's 32-bit ones, are
-// declined: core runs them on the fallback.
+// plus cudnnAddTensor for the bias; backward is cudnnConvolutionBackwardData
+// and ...BackwardFilter, and the bias gradient a sum of grad_out over all but
+// the channels on the backend's reduction kernel (as PyTorch sums it beside
+// cuDNN; cuDNN's BackwardBias refuses bfloat16). A transposed convolution is
+// the adjoint of an ordinary one with the same weight, so its forward is
+// BackwardData and its input gradient is Forward. Each configuration takes
+// cuDNN's heuristically best algorithm (the _v7 queries, made once per
+// configuration) and its workspace from core's caching allocator. 1-d
+// convolutions run as 2-d ones with a unit height, as cuDNN wants at least four
+// dimensions. Layouts other than dense contiguous or channels-last, and sizes
+// past cuDNN's 32-bit ones, are declined: core runs them on the fallback.
 #include <cudnn.h>
 
 #include <climits>
 #include <cstdint>
+#include <map>
+#include <mutex>
 #include <unordered_map>
+#include <vector>
 
 #include <torch_backend/DeviceKernels.h>
 
@@ -152,6 +157,8 @@ struct Descriptors {
   cudnnTensorDescriptor_t x = nullptr, y = nullptr, bias = nullptr;
   cudnnFilterDescriptor_t w = nullptr;
   cudnnConvolutionDescriptor_t conv = nullptr;
+  // What the descriptors hold, as numbers: the algorithm cache's key.
+  std::vector<std::int64_t> key;
 
   ~Descriptors() {
     cudnnDestroyTensorDescriptor(x);
@@ -224,6 +231,14 @@ Status describe(const ConvolutionParams& p, const TensorView& data,
   CUDNN_TRY(cudnnSetConvolutionMathType(d->conv, math));
   CUDNN_TRY(cudnnCreateFilterDescriptor(&d->w));
   CUDNN_TRY(cudnnSetFilterNdDescriptor(d->w, type, format, w.dims, w.sizes));
+  d->key = {type, format, math, p.groups, spatial, x.dims};
+  for (int s = 0; s < spatial; ++s) {
+    d->key.insert(d->key.end(), {padding[s], stride[s], dilation[s]});
+  }
+  for (const Shape* shape : {&x, &w, &y}) {
+    d->key.insert(d->key.end(), shape->sizes, shape->sizes + shape->dims);
+    d->key.insert(d->key.end(), shape->strides, shape->strides + shape->dims);
+  }
   const Status described = tensor_descriptor(x, type, &d->x);
   return described != kSuccess ? described : tensor_descriptor(y, type, &d->y);
 }
@@ -260,80 +275,146 @@ struct Scale {
 
 constexpr int kAlgorithmCandidates = 8;
 
-// cuDNN's convolution directions, each with its heuristic and workspace
-// query and its call: result = conv(data, weight) forward; data's gradient
-// from result's (BackwardData); weight's gradient (BackwardFilter).
+// An algorithm cuDNN's heuristics chose and the workspace it needs.
+struct Algorithm {
+  int algo = 0;
+  std::size_t workspace_bytes = 0;
+};
+
+// cuDNN's heuristic and workspace queries cost about a millisecond per call,
+// more than a convolution of ResNet's sizes: the choice for a configuration
+// (its descriptors' contents, direction and device) is kept, as PyTorch's
+// CUDA convolutions keep theirs. Never destroyed (no teardown at exit).
+class AlgorithmCache {
+ public:
+  bool find(const std::vector<std::int64_t>& key, Algorithm* out) {
+    const std::lock_guard<std::mutex> lock(mutex_);
+    const auto it = chosen_.find(key);
+    if (it == chosen_.end()) {
+      return false;
+    }
+    *out = it->second;
+    return true;
+  }
+  void store(const std::vector<std::int64_t>& key, const Algorithm& chosen) {
+    const std::lock_guard<std::mutex> lock(mutex_);
+    chosen_.emplace(key, chosen);
+  }
+
+ private:
+  std::mutex mutex_;
+  std::map<std::vector<std::int64_t>, Algorithm> chosen_;
+};
+
+AlgorithmCache& algorithm_cache() {
+  static auto* cache = new AlgorithmCache;
+  return *cache;
+}
+
+enum class Direction { Forward, BackwardData, BackwardFilter };
+
+// Runs one direction with the configuration's algorithm: the cached one, or
+// the first of cuDNN's heuristic candidates (find: the _v7 query) whose
+// workspace size (size) cuDNN reports. run(algo, workspace, bytes) calls it.
+template <typename Perf, typename Find, typename Size, typename Run>
+Status run_with_algorithm(Direction direction, const KernelContext& ctx,
+                          const Descriptors& d, Find find, Size size, Run run) {
+  std::vector<std::int64_t> key = d.key;
+  key.push_back(static_cast<std::int64_t>(direction));
+  key.push_back(ctx.device);
+  Algorithm chosen;
+  if (!algorithm_cache().find(key, &chosen)) {
+    Perf found[kAlgorithmCandidates];
+    int count = 0;
+    CUDNN_TRY(find(kAlgorithmCandidates, &count, found));
+    int i = 0;
+    for (; i < count; ++i) {
+      std::size_t bytes = 0;
+      if (found[i].status == CUDNN_STATUS_SUCCESS &&
+          size(found[i].algo, &bytes) == CUDNN_STATUS_SUCCESS) {
+        chosen = {static_cast<int>(found[i].algo), bytes};
+        break;
+      }
+    }
+    if (i == count) {
+      return kNotSupported;
+    }
+    algorithm_cache().store(key, chosen);
+  }
+  torch_backend::KernelWorkspace workspace(ctx, chosen.workspace_bytes);
+  return cudnn_status(
+      run(chosen.algo, workspace.get(), chosen.workspace_bytes));
+}
+
+// cuDNN's convolution directions: result = conv(data, weight) forward;
+// data's gradient from result's (BackwardData); weight's gradient
+// (BackwardFilter).
 Status forward(cudnnHandle_t handle, const KernelContext& ctx,
                const Descriptors& d, const Scale& scale, const void* data,
                const void* weight, void* result) {
-  cudnnConvolutionFwdAlgoPerf_t found[kAlgorithmCandidates];
-  int count = 0;
-  CUDNN_TRY(cudnnGetConvolutionForwardAlgorithm_v7(
-      handle, d.x, d.w, d.conv, d.y, kAlgorithmCandidates, &count, found));
-  for (int i = 0; i < count; ++i) {
-    if (found[i].status != CUDNN_STATUS_SUCCESS) {
-      continue;
-    }
-    std::size_t bytes = 0;
-    if (cudnnGetConvolutionForwardWorkspaceSize(handle, d.x, d.w, d.conv, d.y,
-                                                found[i].algo, &bytes) !=
-        CUDNN_STATUS_SUCCESS) {
-      continue;
-    }
-    torch_backend::KernelWorkspace workspace(ctx, bytes);
-    return cudnn_status(cudnnConvolutionForward(
-        handle, scale.one(), d.x, data, d.w, weight, d.conv, found[i].algo,
-        workspace.get(), bytes, scale.zero(), d.y, result));
-  }
-  return kNotSupported;
+  using Algo = cudnnConvolutionFwdAlgo_t;
+  return run_with_algorithm<cudnnConvolutionFwdAlgoPerf_t>(
+      Direction::Forward, ctx, d,
+      [&](int wanted, int* count, cudnnConvolutionFwdAlgoPerf_t* found) {
+        return cudnnGetConvolutionForwardAlgorithm_v7(
+            handle, d.x, d.w, d.conv, d.y, wanted, count, found);
+      },
+      [&](Algo algo, std::size_t* bytes) {
+        return cudnnGetConvolutionForwardWorkspaceSize(handle, d.x, d.w, d.conv,
+                                                       d.y, algo, bytes);
+      },
+      [&](int algo, void* workspace, std::size_t bytes) {
+        return cudnnConvolutionForward(handle, scale.one(), d.x, data, d.w,
+                                       weight, d.conv, static_cast<Algo>(algo),
+                                       workspace, bytes, scale.zero(), d.y,
+                                       result);
+      });
 }
 
 Status backward_data(cudnnHandle_t handle, const KernelContext& ctx,
                      const Descriptors& d, const Scale& scale,
                      const void* weight, const void* result_grad,
                      void* data_grad) {
-  cudnnConvolutionBwdDataAlgoPerf_t found[kAlgorithmCandidates];
-  int count = 0;
-  CUDNN_TRY(cudnnGetConvolutionBackwardDataAlgorithm_v7(
-      handle, d.w, d.y, d.conv, d.x, kAlgorithmCandidates, &count, found));
-  for (int i = 0; i < count; ++i) {
-    std::size_t bytes = 0;
-    if (found[i].status != CUDNN_STATUS_SUCCESS ||
-        cudnnGetConvolutionBackwardDataWorkspaceSize(
-            handle, d.w, d.y, d.conv, d.x, found[i].algo, &bytes) !=
-            CUDNN_STATUS_SUCCESS) {
-      continue;
-    }
-    torch_backend::KernelWorkspace workspace(ctx, bytes);
-    return cudnn_status(cudnnConvolutionBackwardData(
-        handle, scale.one(), d.w, weight, d.y, result_grad, d.conv,
-        found[i].algo, workspace.get(), bytes, scale.zero(), d.x, data_grad));
-  }
-  return kNotSupported;
+  using Algo = cudnnConvolutionBwdDataAlgo_t;
+  return run_with_algorithm<cudnnConvolutionBwdDataAlgoPerf_t>(
+      Direction::BackwardData, ctx, d,
+      [&](int wanted, int* count, cudnnConvolutionBwdDataAlgoPerf_t* found) {
+        return cudnnGetConvolutionBackwardDataAlgorithm_v7(
+            handle, d.w, d.y, d.conv, d.x, wanted, count, found);
+      },
+      [&](Algo algo, std::size_t* bytes) {
+        return cudnnGetConvolutionBackwardDataWorkspaceSize(
+            handle, d.w, d.y, d.conv, d.x, algo, bytes);
+      },
+      [&](int algo, void* workspace, std::size_t bytes) {
+        return cudnnConvolutionBackwardData(
+            handle, scale.one(), d.w, weight, d.y, result_grad, d.conv,
+            static_cast<Algo>(algo), workspace, bytes, scale.zero(), d.x,
+            data_grad);
+      });
 }
 
 Status backward_filter(cudnnHandle_t handle, const KernelContext& ctx,
                        const Descriptors& d, const Scale& scale,
                        const void* data, const void* result_grad,
                        void* weight_grad) {
-  cudnnConvolutionBwdFilterAlgoPerf_t found[kAlgorithmCandidates];
-  int count = 0;
-  CUDNN_TRY(cudnnGetConvolutionBackwardFilterAlgorithm_v7(
-      handle, d.x, d.y, d.conv, d.w, kAlgorithmCandidates, &count, found));
-  for (int i = 0; i < count; ++i) {
-    std::size_t bytes = 0;
-    if (found[i].status != CUDNN_STATUS_SUCCESS ||
-        cudnnGetConvolutionBackwardFilterWorkspaceSize(
-            handle, d.x, d.y, d.conv, d.w, found[i].algo, &bytes) !=
-            CUDNN_STATUS_SUCCESS) {
-      continue;
-    }
-    torch_backend::KernelWorkspace workspace(ctx, bytes);
-    return cudnn_status(cudnnConvolutionBackwardFilter(
-        handle, scale.one(), d.x, data, d.y, result_grad, d.conv, found[i].algo,
-        workspace.get(), bytes, scale.zero(), d.w, weight_grad));
-  }
-  return kNotSupported;
+  using Algo = cudnnConvolutionBwdFilterAlgo_t;
+  return run_with_algorithm<cudnnConvolutionBwdFilterAlgoPerf_t>(
+      Direction::BackwardFilter, ctx, d,
+      [&](int wanted, int* count, cudnnConvolutionBwdFilterAlgoPerf_t* found) {
+        return cudnnGetConvolutionBackwardFilterAlgorithm_v7(
+            handle, d.x, d.y, d.conv, d.w, wanted, count, found);
+      },
+      [&](Algo algo, std::size_t* bytes) {
+        return cudnnGetConvolutionBackwardFilterWorkspaceSize(
+            handle, d.x, d.y, d.conv, d.w, algo, bytes);
+      },
+      [&](int algo, void* workspace, std::size_t bytes) {
+        return cudnnConvolutionBackwardFilter(
+            handle, scale.one(), d.x, data, d.y, result_grad, d.conv,
+            static_cast<Algo>(algo), workspace, bytes, scale.zero(), d.w,
+            weight_grad);
+      });
 }
 
 // cuDNN's BackwardData needs dx's size to be what forward maps back onto dy;
@@ -403,9 +484,6 @@ Status cudnn_convolution_backward(const KernelContext& ctx,
   const TensorView& data = p.transposed ? call.grad_out : call.input;
   const TensorView& result = p.transposed ? call.input : call.grad_out;
   Status status = describe(p, data, call.weight, result, &d);
-  if (status == kSuccess && call.grad_bias.data != nullptr) {
-    status = bias_descriptor(call.grad_bias, call.grad_out, &d);
-  }
   cudnnHandle_t handle = nullptr;
   if (status == kSuccess) {
     status = handle_for(ctx, &handle);
@@ -435,9 +513,7 @@ Status cudnn_convolution_backward(const KernelContext& ctx,
                                    mutable_start_of(call.grad_weight));
   }
   if (status == kSuccess && call.grad_bias.data != nullptr) {
-    status = cudnn_status(cudnnConvolutionBackwardBias(
-        handle, scale.one(), p.transposed ? d.x : d.y, start_of(call.grad_out),
-        scale.zero(), d.bias, mutable_start_of(call.grad_bias)));
+    status = gpu::sum_but_channels(ctx, call.grad_bias, call.grad_out);
   }
   return status;
 }

@@ -1,7 +1,8 @@
 // The gpu backend's kernels (torch_backend/DeviceKernels.h): the portable
 // kernels of kernels/ compiled for the GPU, matrix multiplies on cuBLAS
 // (CudaGemm.cpp), convolutions on cuDNN (CudaConvolution.cpp), and the
-// stream_sleep kernel the device symbols use.
+// stream_sleep kernel the device symbols use. copy_into and sum_but_channels
+// lend portable kernels to those files.
 #include "CudaBackend.h"
 #include "kernels/Registration.cuh"
 
@@ -9,6 +10,20 @@ namespace gpu {
 
 Status copy_into(const KernelContext& ctx, const ElementwiseCall& call) {
   return copy_kernel(ctx, call);
+}
+
+Status sum_but_channels(const KernelContext& ctx, const TensorView& sums,
+                        const TensorView& in) {
+  // sums seen with in's shape, stride 0 along every dimension but 1: the
+  // reduction folds those.
+  TensorView out = in;
+  out.data = sums.data;
+  out.offset = sums.offset;
+  out.dtype = sums.dtype;
+  for (std::int32_t d = 0; d < out.dim; ++d) {
+    out.strides[d] = d == 1 ? sums.strides[0] : 0;
+  }
+  return reduce<SumOp>(ctx, out, in);
 }
 
 namespace {
