@@ -149,17 +149,32 @@ GPU_HD typename Op::Acc fold_lane(const ReduceSource<T, Op>& source,
       const std::int64_t n = end > begin ? end - begin : 0;
       const std::int64_t vectors = n / kVector;
       const auto* packed = reinterpret_cast<const Packed<T, kVector>*>(base);
-      Acc acc = Op::init();
-      for (std::int64_t v = lane; v < vectors; v += lanes) {
+      // Four loads issued before any is folded (independent accumulators):
+      // one 16-byte load in flight per thread leaves memory bandwidth unused.
+      Acc acc[4] = {Op::init(), Op::init(), Op::init(), Op::init()};
+      std::int64_t v = lane;
+      for (; v + 3 * lanes < vectors; v += 4 * lanes) {
+        Packed<T, kVector> x[4];
+        for (int k = 0; k < 4; ++k) {
+          x[k] = packed[v + k * lanes];
+        }
+        for (int k = 0; k < 4; ++k) {
+          for (int j = 0; j < kVector; ++j) {
+            acc[k] = Op::combine(acc[k], static_cast<Acc>(load(x[k].v[j])));
+          }
+        }
+      }
+      for (; v < vectors; v += lanes) {
         const Packed<T, kVector> x = packed[v];
         for (int j = 0; j < kVector; ++j) {
-          acc = Op::combine(acc, static_cast<Acc>(load(x.v[j])));
+          acc[0] = Op::combine(acc[0], static_cast<Acc>(load(x.v[j])));
         }
       }
       for (std::int64_t i = vectors * kVector + lane; i < n; i += lanes) {
-        acc = Op::combine(acc, static_cast<Acc>(load(base[i])));
+        acc[0] = Op::combine(acc[0], static_cast<Acc>(load(base[i])));
       }
-      return acc;
+      return Op::combine(Op::combine(acc[0], acc[1]),
+                         Op::combine(acc[2], acc[3]));
     }
   }
   return source.fold(o, begin + lane, end, lanes);
@@ -184,11 +199,49 @@ struct ReduceFinishFn {
         acc = Op::combine(acc, partials[o * splits + s]);
       }
     }
+    write(o, acc);
+  }
+
+  GPU_HD void write(std::int64_t o, typename Op::Acc acc) const {
     std::int64_t at[2];
     source.plan.kept.offsets(o, at);
     out[at[0]] = store<T>(Op::finish(acc, source.plan.reduced));
   }
 };
+
+#if defined(__CUDACC__)
+// The block's threads' values combined in shared[0] (a tree, as CUDA's
+// reductions fold a block); blockDim.x is a power of two.
+template <typename Op>
+__device__ void combine_in_block(typename Op::Acc* shared) {
+  __syncthreads();
+  for (unsigned width = blockDim.x / 2; width > 0; width /= 2) {
+    if (threadIdx.x < width) {
+      shared[threadIdx.x] =
+          Op::combine(shared[threadIdx.x], shared[threadIdx.x + width]);
+    }
+    __syncthreads();
+  }
+}
+
+// Block o combines output o's partial results: a thousand partials read one
+// after another by a single thread cost as much as the first pass over 64M
+// elements.
+template <typename T, typename Op>
+__global__ void reduce_finish_kernel(ReduceFinishFn<T, Op> finish) {
+  __shared__ typename Op::Acc shared[kThreads];
+  const std::int64_t o = blockIdx.x;
+  auto acc = Op::init();
+  for (std::int64_t s = threadIdx.x; s < finish.splits; s += blockDim.x) {
+    acc = Op::combine(acc, finish.partials[o * finish.splits + s]);
+  }
+  shared[threadIdx.x] = acc;
+  combine_in_block<Op>(shared);
+  if (threadIdx.x == 0) {
+    finish.write(o, shared[0]);
+  }
+}
+#endif
 
 #if defined(__CUDACC__)
 // Block b folds chunk (b % splits) of output (b / splits): its threads
@@ -205,14 +258,7 @@ __global__ void reduce_partials_kernel(ReduceSource<T, Op> source,
       begin + chunk < source.plan.reduced ? begin + chunk : source.plan.reduced;
   shared[threadIdx.x] =
       fold_lane(source, o, begin, end, threadIdx.x, blockDim.x);
-  __syncthreads();
-  for (unsigned width = blockDim.x / 2; width > 0; width /= 2) {
-    if (threadIdx.x < width) {
-      shared[threadIdx.x] =
-          Op::combine(shared[threadIdx.x], shared[threadIdx.x + width]);
-    }
-    __syncthreads();
-  }
+  combine_in_block<Op>(shared);
   if (threadIdx.x == 0) {
     partials[blockIdx.x] = shared[0];
   }
@@ -292,6 +338,14 @@ struct ReduceJob {
       }
       finish.partials = partials;
       finish.splits = splits;
+#if defined(__CUDACC__)
+      if (splits >= kThreads / 8) {
+        reduce_finish_kernel<T, Op>
+            <<<static_cast<unsigned>(plan.outputs), kThreads, 0,
+               static_cast<cudaStream_t>(ctx.stream)>>>(finish);
+        return last_launch_status();
+      }
+#endif
       return launch_each(ctx, plan.outputs, finish);
     }
   };
