@@ -173,6 +173,17 @@ for training in (True, False):
     both(lambda x, w, b: F.batch_norm(x, *(moved if x.device.type == dev else running), w, b, training=training),
          images, torch.randn(3), torch.randn(3))
     same(moved[0], running[0]); same(moved[1], running[1])
+# Statistics long enough that several blocks share a channel, row or column (Sums.cuh), and the
+# backward of sum(): its gradient is an expanded tensor, which core copies for the kernel.
+both(lambda x, w, b: F.batch_norm(x, None, None, w, b, training=True), torch.randn(16, 2, 40, 40) * 3 + 5,
+     torch.randn(2), torch.randn(2))
+both(lambda x, w, b: F.layer_norm(x, (5000,), w, b), torch.randn(3, 5000) + 2, torch.randn(5000), torch.randn(5000))
+both(lambda x, w, b: F.layer_norm(x, (6,), w, b), torch.randn(3000, 6), torch.randn(6), torch.randn(6))
+for norm in (lambda x: F.batch_norm(x, None, None, training=True), lambda x: F.layer_norm(x, (5,))):
+    cpu, on_dev = images.clone().requires_grad_(), images.to(dev).requires_grad_()
+    norm(cpu).sum().backward()
+    norm(on_dev).sum().backward()
+    same(on_dev.grad, cpu.grad, **loose)
 table = torch.randn(10, 4)
 picks = torch.tensor([3, 3, 0, 9])
 both(lambda t: t.index_select(0, picks.to(t.device)), table)

@@ -1,10 +1,11 @@
-// layer_norm and batch_norm, forward and backward. Statistics are folded in
-// double by one thread per row (layer_norm) or channel (batch_norm);
-// normalising and the gradients of the input are one thread per row or
-// element.
+// layer_norm and batch_norm, forward and backward. Statistics and parameter
+// gradients are sums per row, column or channel spread over the GPU
+// (Sums.cuh), folded in double; normalising and the input's gradient are one
+// thread per element.
 #pragma once
 
 #include "Portable.cuh"
+#include "Sums.cuh"
 
 namespace gpu {
 
@@ -28,89 +29,119 @@ GPU_HD void put(const TensorView& view, std::int64_t k, double value) {
       store<T>(value);
 }
 
-// ---- layer_norm: input (M, N) contiguous ------------------------------
+// The mean and 1 / sqrt(variance + eps) of `count` values from their sum and
+// sum of squares (in double: float data loses nothing measurable).
+struct Moments {
+  double mean, variance;
+  GPU_HD Moments(const Sums<2>& sums, double count)
+      : mean(sums.v[0] / count),
+        variance(sums.v[1] / count - mean * mean > 0
+                     ? sums.v[1] / count - mean * mean
+                     : 0) {}
+  GPU_HD double invstd(double eps) const { return 1 / sqrt(variance + eps); }
+};
 
 template <typename T>
-struct LayerNormFn {
-  LayerNormCall call;
-  GPU_HD void operator()(std::int64_t row) const {
-    const std::int64_t n = call.input.sizes[1];
-    const T* x =
-        static_cast<const T*>(call.input.data) + call.input.offset + row * n;
-    T* y = static_cast<T*>(call.out.data) + call.out.offset + row * n;
-    double sum = 0;
-    for (std::int64_t j = 0; j < n; ++j) {
-      sum += load(x[j]);
-    }
-    const double mean = sum / static_cast<double>(n);
-    double squares = 0;
-    for (std::int64_t j = 0; j < n; ++j) {
-      const double centred = load(x[j]) - mean;
-      squares += centred * centred;
-    }
-    const double rstd = 1 / sqrt(squares / static_cast<double>(n) + call.eps);
-    for (std::int64_t j = 0; j < n; ++j) {
-      y[j] =
-          store<T>((load(x[j]) - mean) * rstd * value_or<T>(call.weight, j, 1) +
-                   value_or<T>(call.bias, j, 0));
-    }
-    put<T>(call.mean, row, mean);
-    put<T>(call.rstd, row, rstd);
+GPU_HD const T* input_of(const TensorView& view) {
+  return static_cast<const T*>(view.data) + view.offset;
+}
+template <typename T>
+GPU_HD T* output_of(const TensorView& view) {
+  return static_cast<T*>(view.data) + view.offset;
+}
+
+// ---- layer_norm: input (M, N) contiguous ------------------------------
+
+// Row sums of x and x^2.
+template <typename T>
+struct RowMomentItems {
+  const T* x;
+  std::int64_t n;
+  GPU_HD void operator()(std::int64_t row, std::int64_t j, double* sums) const {
+    const double v = load(x[row * n + j]);
+    sums[0] += v;
+    sums[1] += v * v;
   }
 };
 
-// grad_input, a row per thread: rstd * (g - mean(g) - xhat * mean(g * xhat))
-// with g = grad_out * weight.
+// Every element normalised from its row's sums; the row's first element's
+// thread writes the row's mean and rstd.
+template <typename T>
+struct LayerNormalizeFn {
+  LayerNormCall call;
+  const Sums<2>* rows;
+  GPU_HD void operator()(std::int64_t i) const {
+    const std::int64_t n = call.input.sizes[1];
+    const std::int64_t row = i / n, j = i % n;
+    const Moments moments(rows[row], static_cast<double>(n));
+    const double rstd = moments.invstd(call.eps);
+    output_of<T>(call.out)[i] =
+        store<T>((load(input_of<T>(call.input)[i]) - moments.mean) * rstd *
+                     value_or<T>(call.weight, j, 1) +
+                 value_or<T>(call.bias, j, 0));
+    if (j == 0) {
+      put<T>(call.mean, row, moments.mean);
+      put<T>(call.rstd, row, rstd);
+    }
+  }
+};
+
+// With g = grad_out * weight and xhat the normalised input: per row, the
+// sums of g and g * xhat; per column, of grad_out * xhat (grad_weight) and
+// grad_out (grad_bias).
+template <typename T>
+struct LayerNormGradItems {
+  LayerNormBackwardCall call;
+  bool by_column;  // output = column, item = row; else output = row
+  GPU_HD void operator()(std::int64_t output, std::int64_t item,
+                         double* sums) const {
+    const std::int64_t n = call.input.sizes[1];
+    const std::int64_t row = by_column ? item : output;
+    const std::int64_t column = by_column ? output : item;
+    const std::int64_t i = row * n + column;
+    const double xhat =
+        (load(input_of<T>(call.input)[i]) - value_or<T>(call.mean, row, 0)) *
+        value_or<T>(call.rstd, row, 1);
+    double g = load(input_of<T>(call.grad_out)[i]);
+    if (!by_column) {
+      g *= value_or<T>(call.weight, column, 1);
+    }
+    sums[0] += g;
+    sums[1] += g * xhat;
+  }
+};
+
+// grad_input: rstd * (g - mean(g) - xhat * mean(g * xhat)).
 template <typename T>
 struct LayerNormInputGradFn {
   LayerNormBackwardCall call;
-  GPU_HD void operator()(std::int64_t row) const {
+  const Sums<2>* rows;
+  GPU_HD void operator()(std::int64_t i) const {
     const std::int64_t n = call.input.sizes[1];
-    const T* x =
-        static_cast<const T*>(call.input.data) + call.input.offset + row * n;
-    const T* dy = static_cast<const T*>(call.grad_out.data) +
-                  call.grad_out.offset + row * n;
-    T* dx = static_cast<T*>(call.grad_input.data) + call.grad_input.offset +
-            row * n;
-    const double mean = value_or<T>(call.mean, row, 0);
+    const std::int64_t row = i / n, column = i % n;
     const double rstd = value_or<T>(call.rstd, row, 1);
-    double sum_g = 0, sum_g_xhat = 0;
-    for (std::int64_t j = 0; j < n; ++j) {
-      const double g = load(dy[j]) * value_or<T>(call.weight, j, 1);
-      sum_g += g;
-      sum_g_xhat += g * (load(x[j]) - mean) * rstd;
-    }
+    const double xhat =
+        (load(input_of<T>(call.input)[i]) - value_or<T>(call.mean, row, 0)) *
+        rstd;
+    const double g = load(input_of<T>(call.grad_out)[i]) *
+                     value_or<T>(call.weight, column, 1);
     const double count = static_cast<double>(n);
-    for (std::int64_t j = 0; j < n; ++j) {
-      const double g = load(dy[j]) * value_or<T>(call.weight, j, 1);
-      const double xhat = (load(x[j]) - mean) * rstd;
-      dx[j] = store<T>(rstd * (g - sum_g / count - xhat * sum_g_xhat / count));
-    }
+    output_of<T>(call.grad_input)[i] = store<T>(
+        rstd * (g - rows[row].v[0] / count - xhat * rows[row].v[1] / count));
   }
 };
 
-// grad_weight and grad_bias, a column per thread.
+// grad_bias and grad_weight of a column from its sums.
 template <typename T>
-struct LayerNormParamGradFn {
-  LayerNormBackwardCall call;
+struct ParamGradFn {
+  TensorView grad_weight, grad_bias;
+  const Sums<2>* columns;  // sum of grad_out, sum of grad_out * xhat
   GPU_HD void operator()(std::int64_t column) const {
-    const std::int64_t m = call.input.sizes[0], n = call.input.sizes[1];
-    const T* x = static_cast<const T*>(call.input.data) + call.input.offset;
-    const T* dy =
-        static_cast<const T*>(call.grad_out.data) + call.grad_out.offset;
-    double weight_grad = 0, bias_grad = 0;
-    for (std::int64_t row = 0; row < m; ++row) {
-      const double g = load(dy[row * n + column]);
-      weight_grad +=
-          g * (load(x[row * n + column]) - value_or<T>(call.mean, row, 0)) *
-          value_or<T>(call.rstd, row, 1);
-      bias_grad += g;
+    if (grad_weight.data != nullptr) {
+      put<T>(grad_weight, column, columns[column].v[1]);
     }
-    if (call.grad_weight.data != nullptr) {
-      put<T>(call.grad_weight, column, weight_grad);
-    }
-    if (call.grad_bias.data != nullptr) {
-      put<T>(call.grad_bias, column, bias_grad);
+    if (grad_bias.data != nullptr) {
+      put<T>(grad_bias, column, columns[column].v[0]);
     }
   }
 };
@@ -121,7 +152,15 @@ struct LayerNormJob {
     if constexpr (!is_floating<T>) {
       return kNotSupported;
     } else {
-      return launch_each(ctx, call.input.sizes[0], LayerNormFn<T>{call});
+      const std::int64_t m = call.input.sizes[0], n = call.input.sizes[1];
+      torch_backend::KernelWorkspace rows(
+          ctx, static_cast<std::size_t>(m) * sizeof(Sums<2>));
+      auto* sums = static_cast<Sums<2>*>(rows.get());
+      const Status status = sum_items<2>(
+          ctx, m, n, RowMomentItems<T>{input_of<T>(call.input), n}, sums);
+      return status != kSuccess
+                 ? status
+                 : launch_each(ctx, m * n, LayerNormalizeFn<T>{call, sums});
     }
   }
 };
@@ -132,15 +171,26 @@ struct LayerNormBackwardJob {
     if constexpr (!is_floating<T>) {
       return kNotSupported;
     } else {
+      const std::int64_t m = call.input.sizes[0], n = call.input.sizes[1];
+      torch_backend::KernelWorkspace workspace(
+          ctx, static_cast<std::size_t>(m > n ? m : n) * sizeof(Sums<2>));
+      auto* sums = static_cast<Sums<2>*>(workspace.get());
       Status status = kSuccess;
       if (call.grad_input.data != nullptr) {
-        status = launch_each(ctx, call.input.sizes[0],
-                             LayerNormInputGradFn<T>{call});
+        status =
+            sum_items<2>(ctx, m, n, LayerNormGradItems<T>{call, false}, sums);
+        if (status == kSuccess) {
+          status = launch_each(ctx, m * n, LayerNormInputGradFn<T>{call, sums});
+        }
       }
       if (status == kSuccess && (call.grad_weight.data != nullptr ||
                                  call.grad_bias.data != nullptr)) {
-        status = launch_each(ctx, call.input.sizes[1],
-                             LayerNormParamGradFn<T>{call});
+        status =
+            sum_items<2>(ctx, n, m, LayerNormGradItems<T>{call, true}, sums);
+        if (status == kSuccess) {
+          status = launch_each(
+              ctx, n, ParamGradFn<T>{call.grad_weight, call.grad_bias, sums});
+        }
       }
       return status;
     }
@@ -170,38 +220,40 @@ inline Channels channels_of(const TensorView& input) {
   return {input.sizes[0], input.sizes[1], input.sizes[2]};
 }
 
-// Training statistics, a channel per thread: save_mean, save_invstd, and the
-// running statistics updated in place (the variance unbiased).
+// Channel sums of x and x^2 (item j: sample j / L, position j % L).
+template <typename T>
+struct ChannelMomentItems {
+  const T* x;
+  Channels shape;
+  GPU_HD void operator()(std::int64_t channel, std::int64_t j,
+                         double* sums) const {
+    const double v = load(x[shape.index(j / shape.l, channel, j % shape.l)]);
+    sums[0] += v;
+    sums[1] += v * v;
+  }
+};
+
+// Training statistics of a channel from its sums: save_mean, save_invstd, and
+// the running statistics updated in place (the variance unbiased).
 template <typename T>
 struct BatchStatsFn {
   BatchNormCall call;
   Channels shape;
+  const Sums<2>* channels;
   GPU_HD void operator()(std::int64_t channel) const {
-    const T* x = static_cast<const T*>(call.input.data) + call.input.offset;
-    double sum = 0;
-    for (std::int64_t s = 0; s < shape.n; ++s) {
-      for (std::int64_t k = 0; k < shape.l; ++k) {
-        sum += load(x[shape.index(s, channel, k)]);
-      }
-    }
     const double count = static_cast<double>(shape.count());
-    const double mean = sum / count;
-    double squares = 0;
-    for (std::int64_t s = 0; s < shape.n; ++s) {
-      for (std::int64_t k = 0; k < shape.l; ++k) {
-        const double centred = load(x[shape.index(s, channel, k)]) - mean;
-        squares += centred * centred;
-      }
-    }
-    put<T>(call.save_mean, channel, mean);
-    put<T>(call.save_invstd, channel, 1 / sqrt(squares / count + call.eps));
+    const Moments moments(channels[channel], count);
+    put<T>(call.save_mean, channel, moments.mean);
+    put<T>(call.save_invstd, channel, moments.invstd(call.eps));
     const double m = call.momentum;
     if (call.running_mean.data != nullptr) {
       put<T>(call.running_mean, channel,
-             (1 - m) * value_or<T>(call.running_mean, channel, 0) + m * mean);
+             (1 - m) * value_or<T>(call.running_mean, channel, 0) +
+                 m * moments.mean);
     }
     if (call.running_var.data != nullptr) {
-      const double unbiased = count > 1 ? squares / (count - 1) : squares;
+      const double unbiased =
+          count > 1 ? moments.variance * count / (count - 1) : moments.variance;
       put<T>(
           call.running_var, channel,
           (1 - m) * value_or<T>(call.running_var, channel, 0) + m * unbiased);
@@ -237,89 +289,54 @@ struct BatchNormalizeFn {
     channel_stats<T>(call.save_mean, call.save_invstd, call.running_mean,
                      call.running_var, call.training, call.eps, channel, &mean,
                      &invstd);
-    const T* x = static_cast<const T*>(call.input.data) + call.input.offset;
-    T* y = static_cast<T*>(call.out.data) + call.out.offset;
-    y[i] = store<T>((load(x[i]) - mean) * invstd *
-                        value_or<T>(call.weight, channel, 1) +
-                    value_or<T>(call.bias, channel, 0));
+    output_of<T>(call.out)[i] =
+        store<T>((load(input_of<T>(call.input)[i]) - mean) * invstd *
+                     value_or<T>(call.weight, channel, 1) +
+                 value_or<T>(call.bias, channel, 0));
   }
 };
 
-// Per channel: grad_bias = sum(dy), grad_weight = sum(dy * xhat); then
-// grad_input per element (training: through the batch statistics).
+// Per channel: the sums of dy (grad_bias) and dy * xhat (grad_weight).
 template <typename T>
-struct BatchGradSums {
+struct BatchGradItems {
   BatchNormBackwardCall call;
   Channels shape;
-  GPU_HD void sums(std::int64_t channel, double mean, double invstd,
-                   double* sum_dy, double* sum_dy_xhat) const {
-    const T* x = static_cast<const T*>(call.input.data) + call.input.offset;
-    const T* dy =
-        static_cast<const T*>(call.grad_out.data) + call.grad_out.offset;
-    *sum_dy = 0;
-    *sum_dy_xhat = 0;
-    for (std::int64_t s = 0; s < shape.n; ++s) {
-      for (std::int64_t k = 0; k < shape.l; ++k) {
-        const std::int64_t i = shape.index(s, channel, k);
-        const double g = load(dy[i]);
-        *sum_dy += g;
-        *sum_dy_xhat += g * (load(x[i]) - mean) * invstd;
-      }
-    }
-  }
   GPU_HD void stats(std::int64_t channel, double* mean, double* invstd) const {
     channel_stats<T>(call.save_mean, call.save_invstd, call.running_mean,
                      call.running_var, call.training, call.eps, channel, mean,
                      invstd);
   }
-};
-
-template <typename T>
-struct BatchParamGradFn {
-  BatchGradSums<T> grads;
-  GPU_HD void operator()(std::int64_t channel) const {
-    double mean, invstd, sum_dy, sum_dy_xhat;
-    grads.stats(channel, &mean, &invstd);
-    grads.sums(channel, mean, invstd, &sum_dy, &sum_dy_xhat);
-    if (grads.call.grad_weight.data != nullptr) {
-      put<T>(grads.call.grad_weight, channel, sum_dy_xhat);
-    }
-    if (grads.call.grad_bias.data != nullptr) {
-      put<T>(grads.call.grad_bias, channel, sum_dy);
-    }
+  GPU_HD void operator()(std::int64_t channel, std::int64_t j,
+                         double* sums) const {
+    double mean, invstd;
+    stats(channel, &mean, &invstd);
+    const std::int64_t i = shape.index(j / shape.l, channel, j % shape.l);
+    const double g = load(input_of<T>(call.grad_out)[i]);
+    sums[0] += g;
+    sums[1] += g * (load(input_of<T>(call.input)[i]) - mean) * invstd;
   }
 };
 
-// grad_input, a channel per thread (training: through the batch statistics,
-// whose sums the thread folds first).
+// grad_input per element (training: through the batch statistics).
 template <typename T>
 struct BatchInputGradFn {
-  BatchGradSums<T> grads;
-  GPU_HD void operator()(std::int64_t channel) const {
+  BatchGradItems<T> grads;
+  const Sums<2>* channels;
+  GPU_HD void operator()(std::int64_t i) const {
     const BatchNormBackwardCall& call = grads.call;
     const Channels& shape = grads.shape;
-    double mean, invstd, sum_dy = 0, sum_dy_xhat = 0;
+    const std::int64_t channel = (i / shape.l) % shape.c;
+    double mean, invstd;
     grads.stats(channel, &mean, &invstd);
+    double g = load(input_of<T>(call.grad_out)[i]);
     if (call.training) {
-      grads.sums(channel, mean, invstd, &sum_dy, &sum_dy_xhat);
+      const double count = static_cast<double>(shape.count());
+      const double xhat = (load(input_of<T>(call.input)[i]) - mean) * invstd;
+      g = g - channels[channel].v[0] / count -
+          xhat * channels[channel].v[1] / count;
     }
-    const double w = value_or<T>(call.weight, channel, 1);
-    const double count = static_cast<double>(shape.count());
-    const T* x = static_cast<const T*>(call.input.data) + call.input.offset;
-    const T* dy =
-        static_cast<const T*>(call.grad_out.data) + call.grad_out.offset;
-    T* dx = static_cast<T*>(call.grad_input.data) + call.grad_input.offset;
-    for (std::int64_t s = 0; s < shape.n; ++s) {
-      for (std::int64_t k = 0; k < shape.l; ++k) {
-        const std::int64_t i = shape.index(s, channel, k);
-        double g = load(dy[i]);
-        if (call.training) {
-          const double xhat = (load(x[i]) - mean) * invstd;
-          g = g - sum_dy / count - xhat * sum_dy_xhat / count;
-        }
-        dx[i] = store<T>(g * w * invstd);
-      }
-    }
+    output_of<T>(call.grad_input)[i] =
+        store<T>(g * value_or<T>(call.weight, channel, 1) * invstd);
   }
 };
 
@@ -332,7 +349,16 @@ struct BatchNormJob {
       const Channels shape = channels_of(call.input);
       Status status = kSuccess;
       if (call.training) {
-        status = launch_each(ctx, shape.c, BatchStatsFn<T>{call, shape});
+        torch_backend::KernelWorkspace workspace(
+            ctx, static_cast<std::size_t>(shape.c) * sizeof(Sums<2>));
+        auto* sums = static_cast<Sums<2>*>(workspace.get());
+        status = sum_items<2>(
+            ctx, shape.c, shape.count(),
+            ChannelMomentItems<T>{input_of<T>(call.input), shape}, sums);
+        if (status == kSuccess) {
+          status =
+              launch_each(ctx, shape.c, BatchStatsFn<T>{call, shape, sums});
+        }
       }
       if (status == kSuccess) {
         status = launch_each(ctx, shape.n * shape.c * shape.l,
@@ -349,14 +375,25 @@ struct BatchNormBackwardJob {
     if constexpr (!is_floating<T>) {
       return kNotSupported;
     } else {
-      const BatchGradSums<T> grads{call, channels_of(call.input)};
+      const BatchGradItems<T> grads{call, channels_of(call.input)};
+      const Channels& shape = grads.shape;
+      torch_backend::KernelWorkspace workspace(
+          ctx, static_cast<std::size_t>(shape.c) * sizeof(Sums<2>));
+      auto* sums = static_cast<Sums<2>*>(workspace.get());
+      const bool params =
+          call.grad_weight.data != nullptr || call.grad_bias.data != nullptr;
       Status status = kSuccess;
-      if (call.grad_input.data != nullptr) {
-        status = launch_each(ctx, grads.shape.c, BatchInputGradFn<T>{grads});
+      if (params || (call.training && call.grad_input.data != nullptr)) {
+        status = sum_items<2>(ctx, shape.c, shape.count(), grads, sums);
       }
-      if (status == kSuccess && (call.grad_weight.data != nullptr ||
-                                 call.grad_bias.data != nullptr)) {
-        status = launch_each(ctx, grads.shape.c, BatchParamGradFn<T>{grads});
+      if (status == kSuccess && call.grad_input.data != nullptr) {
+        status = launch_each(ctx, shape.n * shape.c * shape.l,
+                             BatchInputGradFn<T>{grads, sums});
+      }
+      if (status == kSuccess && params) {
+        status =
+            launch_each(ctx, shape.c,
+                        ParamGradFn<T>{call.grad_weight, call.grad_bias, sums});
       }
       return status;
     }
