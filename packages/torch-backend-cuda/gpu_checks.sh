@@ -5,9 +5,9 @@
 #   bash packages/torch-backend-cuda/gpu_checks.sh [--pending] [OUT_DIR]
 # --pending: only what has never run on a GPU, most important first, each step capped so that a
 # 15-minute lease settles most of it (cuDNN convolutions and pooling, multi-tensor kernels, host
-# scalar operands, graphs and expandable segments in the kit; NCCL in the package's tests; graph
-# replay against CUDAGraph; the sum, CNN, convolution, ResNet-18 and GPT cases against CUDA;
-# compiled steps). OUT_DIR/summary.txt gains each step's result as it ends.
+# scalar operands, graphs and expandable segments in the kit, beside NCCL in the package's tests;
+# then alone the sum, GPT, CNN, convolution and ResNet-18 cases against CUDA, compiled steps, and
+# graph replay against CUDAGraph). OUT_DIR/summary.txt gains each step's result as it ends.
 # Steps, each logged to OUT_DIR/STEP.log (default build/gpu-checks) with its exit status and time:
 #   install   core, cuda and fake: from GPU_CHECKS_WHEELS (a folder of wheels built elsewhere against
 #             this torch and Python: the lent GPU machines reach no registry and their lease is short),
@@ -31,6 +31,8 @@
 #             (compile-gpu.json, compile-cuda.json; their device_compiled_ms compare)
 # GPU_CHECKS_LIMIT_S caps every step's time limit (a lease's minutes are few; default: no cap).
 # GPU_CHECKS_INSTALLED=1 skips the install step (a warm machine's second call; a dry run elsewhere).
+# GPU_CHECKS_TAR=FILE.tgz: OUT_DIR packed into FILE after every step (a lease returns few files:
+# put OUT_DIR elsewhere and FILE where the lease collects its results).
 # Exit status: 0 when every step passed; the failed steps are listed.
 set -uo pipefail
 pending=""
@@ -64,6 +66,7 @@ show() {
   echo "==== $1: exit $rc in $seconds s ($out/$1.log)"
   tail -n "${2:-30}" "$out/$1.log"
   [ "$rc" -eq 0 ] || echo "$1" >>"$state/failed"
+  if [ -n "${GPU_CHECKS_TAR:-}" ]; then tar czf "$GPU_CHECKS_TAR" -C "$out" .; fi
 }
 
 install() {
@@ -146,9 +149,10 @@ kit() {
 known=packages/torch-backend-cuda/tests
 xdist=""
 "$python" -c "import xdist" 2>/dev/null && xdist="-n 8"
+# compile_bench [ARGS...]: ARGS (--workload NAME...) go to both sides.
 compile_bench() {
-  TORCH_BACKEND=gpu "$python" -m torch_backend.bench.compile --json "$out/compile-gpu.json" &&
-    TORCH_BACKEND=none "$python" -m torch_backend.bench.compile --device cuda --json "$out/compile-cuda.json"
+  TORCH_BACKEND=gpu "$python" -m torch_backend.bench.compile --json "$out/compile-gpu.json" "$@" &&
+    TORCH_BACKEND=none "$python" -m torch_backend.bench.compile --device cuda --json "$out/compile-cuda.json" "$@"
 }
 
 # gpu's replay against torch.cuda.CUDAGraph's, from the two graphs steps' JSON (at most 1.2x).
@@ -190,10 +194,20 @@ if [ -n "$pending" ]; then
   if [ -s "$state/failed" ]; then exit 1; fi
   step report 60 smoke
   show report 40
-  step kit-pending 240 kit -k "convolution or pool or torchvision or resnet or foreach or scalar_operands or graphs or expandable"
+  # Side by side (they check correctness, not speed).
+  step kit-pending 240 kit -k "convolution or pool or torchvision or resnet or foreach or scalar_operands or graphs or expandable" &
+  step tests 240 test_files &
+  wait
   show kit-pending 40
-  step tests 180 test_files
   show tests
+  # Then alone, what times, the issue's targets first (sum, GPT, CNN; compiled steps).
+  mapfile -t bench_cases < <(cases "${BENCH_CASES:-sum;GPT;CNN;conv 3x3;ResNet-18 step b8 32x32}")
+  step bench 420 env TORCH_BACKEND=gpu "$python" -m torch_backend.bench.reference --device gpu \
+    --reference cuda --rounds "${BENCH_ROUNDS:-3}" --repeats "${BENCH_REPEATS:-3}" --json "$out/gpu-vs-cuda.json" \
+    "${bench_cases[@]}"
+  show bench 20
+  step compile 300 compile_bench --workload MLP
+  show compile 10
   step graphs 120 env TORCH_BACKEND=gpu "$python" -m torch_backend.bench.graphs --device gpu \
     --rounds 2 --repeats 3 --json "$out/graphs-gpu.json"
   show graphs 10
@@ -202,13 +216,6 @@ if [ -n "$pending" ]; then
   show graphs-cuda 10
   step graphs-vs-cuda 30 graphs_vs_cuda
   show graphs-vs-cuda 5
-  mapfile -t bench_cases < <(cases "${BENCH_CASES:-sum;CNN;conv 3x3;ResNet-18 step b8 32x32;GPT}")
-  step bench 420 env TORCH_BACKEND=gpu "$python" -m torch_backend.bench.reference --device gpu \
-    --reference cuda --rounds "${BENCH_ROUNDS:-3}" --repeats "${BENCH_REPEATS:-3}" --json "$out/gpu-vs-cuda.json" \
-    "${bench_cases[@]}"
-  show bench 20
-  step compile 300 compile_bench
-  show compile 10
   finish
 fi
 

@@ -112,13 +112,19 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--iterations", type=int, default=5, help="steps per timing")
     parser.add_argument("--json", default="bench-results/compile.json")
     parser.add_argument("--quick", action="store_true", help="smoke mode for CI: figures meaningless")
+    parser.add_argument(
+        "--workload", action="append", help="only the workloads whose name contains this (repeatable; default all)"
+    )
     args = parser.parse_args(argv)
     if args.quick:
         args.repeats, args.iterations = 1, 1
     if args.device is None:
         parser.error("no backend is active; pass --device")
     device = torch.device(args.device, 0)
-    rows = [measure(name, device, args.repeats, args.iterations) for name in WORKLOADS]
+    names = [name for name in WORKLOADS if not args.workload or any(part in name for part in args.workload)]
+    if not names:
+        parser.error(f"no workload matches {args.workload}; the workloads: {', '.join(WORKLOADS)}")
+    rows = [measure(name, device, args.repeats, args.iterations) for name in names]
     kind = device.type
     print(
         f"{'workload':<24}{kind + ' eager':>12}{kind + ' compiled':>15}{'cpu eager':>11}{'cpu compiled':>14}"
