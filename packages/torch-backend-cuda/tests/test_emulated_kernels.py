@@ -145,6 +145,18 @@ for fn in (torch.softmax, torch.log_softmax):
         got.backward(grad.to(dev))
         same(dev_t.grad, cpu.grad)
 
+# Rows long enough to take a block each (a language model's vocabulary), also strided.
+long_rows = torch.randn(3, 5000) * 4
+for fn in (torch.softmax, torch.log_softmax):
+    for t in (long_rows, long_rows.t().contiguous().t()):
+        cpu, dev_t = t.clone().requires_grad_(), t.to(dev).requires_grad_()
+        want, got = fn(cpu, 1), fn(dev_t, 1)
+        same(got, want, **loose)  # 5000 floats summed in another order
+        grad = torch.randn_like(want)
+        want.backward(grad)
+        got.backward(grad.to(dev))
+        same(dev_t.grad, cpu.grad, **loose)
+
 # Losses, normalisation, indexing, arg-reductions, variance: forward and backward.
 F = torch.nn.functional
 def both(fn, *tensors):
