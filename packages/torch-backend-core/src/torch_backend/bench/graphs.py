@@ -30,6 +30,7 @@ from torch_backend.bench.separate import (
     device_under_test,
     median_and_spread,
     run_worker,
+    selected_cases,
     write_results,
 )
 
@@ -142,7 +143,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     device_name, rounds, repeats = device_under_test(args, parser)
     os.environ["OMP_NUM_THREADS"] = "1"  # the workers' (see the module's doc)
-    results = [measure(case, device_name, rounds, repeats) for case in CASES]
+    results = [measure(case, device_name, rounds, repeats) for case in selected_cases(CASES, args)]
     print(f"{'case (separate processes)':<34}{'eager (us)':>12}{'graph (us)':>12}{'ratio':>8}{'spread':>8}"
           f"{'target':>10}  met?")  # fmt: skip
     for r in results:

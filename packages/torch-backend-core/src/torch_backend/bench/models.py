@@ -3,6 +3,8 @@ torchvision or transformers) builds the same ones."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import torch
 from torch import nn
 
@@ -57,3 +59,29 @@ class TinyGPT(nn.Module):
         positions = torch.arange(ids.shape[1], device=ids.device)
         hidden = self.blocks(self.tokens(ids) + self.positions(positions), mask=self.mask, is_causal=True)
         return self.head(hidden).flatten(0, 1)
+
+
+def small_cnn(channels: int) -> nn.Module:
+    """Two convolutions with BatchNorm (the second doubling the channels), max and average pooling, a
+    classifier over 10 classes."""
+    return nn.Sequential(
+        nn.Conv2d(3, channels, 3, padding=1), nn.BatchNorm2d(channels), nn.ReLU(), nn.MaxPool2d(2),
+        nn.Conv2d(channels, 2 * channels, 3, padding=1), nn.BatchNorm2d(2 * channels), nn.ReLU(),
+        nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(2 * channels, 10),
+    )  # fmt: skip
+
+
+def resnet18_training(device: torch.device, width: int, batch: int, side: int) -> Callable[[], None]:
+    """Three ResNet-18 training steps (SGD with momentum, as ResNets are trained) on one batch of images."""
+    torch.manual_seed(0)
+    model = resnet18(10, width).to(device)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
+    images, labels = torch.randn(batch, 3, side, side, device=device), torch.randint(0, 10, (batch,), device=device)
+
+    def steps() -> None:
+        for _ in range(3):
+            optimizer.zero_grad(set_to_none=True)
+            nn.functional.cross_entropy(model(images), labels).backward()
+            optimizer.step()
+
+    return steps

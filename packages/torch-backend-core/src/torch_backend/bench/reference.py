@@ -30,13 +30,14 @@ import torch
 from torch import nn
 
 from torch_backend.bench._chart import plot
-from torch_backend.bench.models import TinyGPT, resnet18
+from torch_backend.bench.models import TinyGPT, resnet18_training, small_cnn
 from torch_backend.bench.separate import (
     FALLBACK,
     FORCED_FALLBACK_ENV,
     add_process_arguments,
     alternate,
     device_under_test,
+    selected_cases,
 )
 
 Step = Callable[[], object]
@@ -135,11 +136,7 @@ def mlp_adamw(device: torch.device, sizes: Sizes) -> Step:
 def cnn(device: torch.device, sizes: Sizes) -> Step:
     torch.manual_seed(0)
     channels, batch, side = sizes.cnn
-    model = nn.Sequential(
-        nn.Conv2d(3, channels, 3, padding=1), nn.BatchNorm2d(channels), nn.ReLU(), nn.MaxPool2d(2),
-        nn.Conv2d(channels, 2 * channels, 3, padding=1), nn.BatchNorm2d(2 * channels), nn.ReLU(),
-        nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(2 * channels, 10),
-    ).to(device)  # fmt: skip
+    model = small_cnn(channels).to(device)
     data = (torch.randn(batch, 3, side, side, device=device), torch.randint(0, 10, (batch,), device=device))
     return _train(model, lambda: data, nn.CrossEntropyLoss())
 
@@ -154,22 +151,11 @@ def gpt(device: torch.device, sizes: Sizes) -> Step:
 
 
 def resnet(large: bool) -> Callable[[torch.device, Sizes], Step]:
-    """A ResNet-18 training step (SGD with momentum, as ResNets are trained) on a batch of images."""
+    """A ResNet-18 training step on a batch of small or large images."""
 
     def make(device: torch.device, sizes: Sizes) -> Step:
-        torch.manual_seed(0)
         width, batch, small_side, large_side = sizes.resnet
-        side = large_side if large else small_side
-        model = resnet18(10, width).to(device)
-        optimizer = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
-        images, labels = torch.randn(batch, 3, side, side, device=device), torch.randint(0, 10, (batch,), device=device)
-
-        def step() -> None:
-            optimizer.zero_grad(set_to_none=True)
-            nn.functional.cross_entropy(model(images), labels).backward()
-            optimizer.step()
-
-        return _repeat(step, 3)
+        return resnet18_training(device, width, batch, large_side if large else small_side)
 
     return make
 
@@ -293,7 +279,6 @@ def main(argv: list[str] | None = None) -> int:
         default="cuda",
         help=f"the device to compare with (default: cuda); '{FALLBACK}': the backend with its kernels forced off",
     )
-    parser.add_argument("--case", action="append", help="run only cases whose name contains this")
     parser.add_argument(
         "--profile", action="store_true", help="instead of timing: each case's ops by time on both devices"
     )
@@ -306,7 +291,7 @@ def main(argv: list[str] | None = None) -> int:
         print(profile_worker(args.profile_worker, args.device, args.quick))
         return 0
     device_name, rounds, repeats = device_under_test(args, parser)
-    cases = [c for c in CASES if not args.case or any(k in c.name for k in args.case)]
+    cases = selected_cases(CASES, args)
     if args.profile:
         return 0 if all([profile_case(c, device_name, args.reference, args.quick) for c in cases]) else 1
     out = Path(args.json)

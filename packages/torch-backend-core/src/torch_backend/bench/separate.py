@@ -27,7 +27,7 @@ from torch import nn
 
 from torch_backend.bench._chart import plot
 from torch_backend.bench.cases import _add_small
-from torch_backend.bench.models import resnet18
+from torch_backend.bench.models import resnet18_training, small_cnn
 
 Step = Callable[[], object]
 
@@ -53,28 +53,13 @@ def mlp_step(device: torch.device) -> Step:
 
 def cnn_step(device: torch.device) -> Step:
     torch.manual_seed(0)
-    model = nn.Sequential(
-        nn.Conv2d(3, 8, 3, padding=1), nn.BatchNorm2d(8), nn.ReLU(), nn.MaxPool2d(2),
-        nn.Conv2d(8, 16, 3, padding=1), nn.BatchNorm2d(16), nn.ReLU(), nn.AdaptiveAvgPool2d(1), nn.Flatten(),
-        nn.Linear(16, 10),
-    ).to(device)  # fmt: skip
+    model = small_cnn(8).to(device)
     return _train_step(model, torch.randn(8, 3, 16, 16, device=device), torch.randint(0, 10, (8,), device=device))
 
 
 def resnet18_step(device: torch.device) -> Step:
-    """ResNet-18 (SGD with momentum) on 8 images of 32x32, three steps per timing."""
-    torch.manual_seed(0)
-    model = resnet18(10).to(device)
-    optimizer = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
-    images, labels = torch.randn(8, 3, 32, 32, device=device), torch.randint(0, 10, (8,), device=device)
-
-    def step() -> None:
-        for _ in range(3):
-            optimizer.zero_grad(set_to_none=True)
-            nn.functional.cross_entropy(model(images), labels).backward()
-            optimizer.step()
-
-    return step
+    """ResNet-18 on 8 images of 32x32, three steps per timing."""
+    return resnet18_training(device, 64, 8, 32)
 
 
 def transformer_step(device: torch.device) -> Step:
@@ -230,14 +215,20 @@ def alternate(
 
 
 def add_process_arguments(parser: argparse.ArgumentParser, *, pairs: str, repeats: int, json_name: str) -> None:
-    """The options every separate-process benchmark takes: --device, --rounds, --repeats, --quick, --json and
-    the hidden --worker its own processes are started with."""
+    """The options every separate-process benchmark takes: --device, --rounds, --repeats, --quick, --json,
+    --case and the hidden --worker its own processes are started with."""
     parser.add_argument("--device", help="the backend's device type (default: the active backend)")
     parser.add_argument("--rounds", type=int, default=5, help=f"{pairs} process pairs per case")
     parser.add_argument("--repeats", type=int, default=repeats, help="timings per process (best is kept)")
     parser.add_argument("--quick", action="store_true", help="smoke mode for CI: figures meaningless")
     parser.add_argument("--json", default=f"bench-results/{json_name}")
+    parser.add_argument("--case", action="append", help="run only cases whose name contains this (repeatable)")
     parser.add_argument("--worker", help=argparse.SUPPRESS)
+
+
+def selected_cases(cases: list, args: argparse.Namespace) -> list:
+    """The cases (each with a ``name``) whose names contain one of the --case parts; all without --case."""
+    return [c for c in cases if not args.case or any(part in c.name for part in args.case)]
 
 
 def device_under_test(args: argparse.Namespace, parser: argparse.ArgumentParser) -> tuple[str, int, int]:
@@ -268,14 +259,12 @@ def measure(case: SeparateCase, device_name: str, rounds: int, repeats: int) -> 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     add_process_arguments(parser, pairs="device/CPU", repeats=7, json_name="separate.json")
-    parser.add_argument("--case", action="append", help="run only cases whose name contains this")
     args = parser.parse_args(argv)
     if args.worker:
         print(worker(args.worker, args.device, args.repeats))
         return 0
     device_name, rounds, repeats = device_under_test(args, parser)
-    cases = [c for c in CASES if not args.case or any(k in c.name for k in args.case)]
-    results = [measure(case, device_name, rounds, repeats) for case in cases]
+    results = [measure(case, device_name, rounds, repeats) for case in selected_cases(CASES, args)]
     # extra: what the device path costs beyond CPU eager per step / op. With fake's kernels inline
     # (TORCH_BACKEND_FAKE_INLINE_KERNELS=1: no hand-off to a stream thread, 16-element arithmetic) it is
     # core's own host cost per op, the figure to set beside a device's launch cost.
