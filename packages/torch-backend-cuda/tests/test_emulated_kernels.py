@@ -175,6 +175,12 @@ logits, target, weight = torch.randn(6, 5), torch.tensor([0, 4, -100, 2, 2, 1]),
 for reduction in ("none", "mean", "sum"):
     both(lambda x: F.nll_loss(x, target.to(x.device), weight.to(x.device), reduction=reduction), logits)
     both(lambda x: F.cross_entropy(x, target.to(x.device), reduction=reduction), logits)
+# A batch of thousands of tokens (its sums spread over blocks), some ignored.
+long_logits, long_target = torch.randn(5000, 7), torch.randint(0, 7, (5000,))
+long_target[::9] = -100
+for reduction in ("mean", "sum"):
+    both(lambda x: F.cross_entropy(x, long_target.to(x.device), weight.new_ones(7).to(x.device) * 0.5,
+                                   reduction=reduction), long_logits)
 rows = torch.randn(4, 3, 8)
 both(lambda x, w, b: F.layer_norm(x, (8,), w, b), rows, torch.randn(8), torch.randn(8))
 both(lambda x: F.layer_norm(x, (3, 8)), rows)

@@ -1,10 +1,12 @@
 // nll_loss forward and backward over input (N, C), target (N) Int64 and an
 // optional class weight (C). Forward: one thread per sample for
-// Reduction::None, else one thread folding the batch in double (batches are
-// short); backward: one thread per sample.
+// Reduction::None, else the batch's sums spread over the GPU (in double; a
+// language model's batch is thousands of tokens); backward: one thread per
+// sample.
 #pragma once
 
 #include "Portable.cuh"
+#include "Sums.cuh"
 
 namespace gpu {
 
@@ -23,37 +25,49 @@ GPU_HD T& at1(const TensorView& view, std::int64_t k) {
   return static_cast<T*>(view.data)[view.offset + k * view.strides[0]];
 }
 
+// The class weight of target t (1 without a weight).
+template <typename T>
+GPU_HD Compute<T> class_weight(const TensorView& weight, std::int64_t t) {
+  return weight.data == nullptr ? Compute<T>(1) : load(at1<T>(weight, t));
+}
+
+// Reduction::None: sample i's loss.
 template <typename T>
 struct NllLossFn {
   NllLossCall call;
-
-  GPU_HD Compute<T> weight_of(std::int64_t target) const {
-    return call.weight.data == nullptr ? Compute<T>(1)
-                                       : load(at1<T>(call.weight, target));
-  }
   GPU_HD void operator()(std::int64_t i) const {
-    const std::int64_t samples = call.input.sizes[0];
-    if (call.reduction == Reduction::None) {
-      if (i == 0) {  // as PyTorch's kernels: no weight is summed
-        static_cast<T*>(call.total_weight.data)[call.total_weight.offset] =
-            store<T>(0);
-      }
-      const std::int64_t t = at1<std::int64_t>(call.target, i);
-      at1<T>(call.out, i) =
-          t == call.ignore_index
-              ? store<T>(0)
-              : store<T>(-weight_of(t) * load(at2<T>(call.input, i, t)));
-      return;
+    if (i == 0) {  // as PyTorch's kernels: no weight is summed
+      static_cast<T*>(call.total_weight.data)[call.total_weight.offset] =
+          store<T>(0);
     }
-    double loss = 0, total = 0;
-    for (std::int64_t n = 0; n < samples; ++n) {
-      const std::int64_t t = at1<std::int64_t>(call.target, n);
-      if (t != call.ignore_index) {
-        const double w = weight_of(t);
-        total += w;
-        loss -= w * static_cast<double>(load(at2<T>(call.input, n, t)));
-      }
+    const std::int64_t t = at1<std::int64_t>(call.target, i);
+    at1<T>(call.out, i) = t == call.ignore_index
+                              ? store<T>(0)
+                              : store<T>(-class_weight<T>(call.weight, t) *
+                                         load(at2<T>(call.input, i, t)));
+  }
+};
+
+// Mean or Sum: the weighted losses and the weights of the batch, summed
+// across the GPU (Sums.cuh), then the result from the two sums.
+template <typename T>
+struct NllLossItems {
+  NllLossCall call;
+  GPU_HD void operator()(std::int64_t, std::int64_t n, double* sums) const {
+    const std::int64_t t = at1<std::int64_t>(call.target, n);
+    if (t != call.ignore_index) {
+      const double w = class_weight<T>(call.weight, t);
+      sums[0] -= w * static_cast<double>(load(at2<T>(call.input, n, t)));
+      sums[1] += w;
     }
+  }
+};
+template <typename T>
+struct NllLossTotalFn {
+  NllLossCall call;
+  const Sums<2>* sums;
+  GPU_HD void operator()(std::int64_t) const {
+    const double loss = sums->v[0], total = sums->v[1];
     static_cast<T*>(call.total_weight.data)[call.total_weight.offset] =
         store<T>(total);
     static_cast<T*>(call.out.data)[call.out.offset] =
@@ -92,9 +106,16 @@ struct NllLossJob {
     if constexpr (!is_floating<T>) {
       return kNotSupported;
     } else {
-      const std::int64_t threads =
-          call.reduction == Reduction::None ? call.input.sizes[0] : 1;
-      return launch_each(ctx, threads, NllLossFn<T>{call});
+      if (call.reduction == Reduction::None) {
+        return launch_each(ctx, call.input.sizes[0], NllLossFn<T>{call});
+      }
+      torch_backend::KernelWorkspace workspace(ctx, sizeof(Sums<2>));
+      auto* sums = static_cast<Sums<2>*>(workspace.get());
+      const Status status = sum_items<2>(ctx, 1, call.input.sizes[0],
+                                         NllLossItems<T>{call}, sums);
+      return status != kSuccess
+                 ? status
+                 : launch_each(ctx, 1, NllLossTotalFn<T>{call, sums});
     }
   }
 };
