@@ -66,6 +66,17 @@ CapturedGraph* graph_of(torch_backend::GraphHandle g) {
 }
 cudaEvent_t event_of(EventHandle e) { return static_cast<cudaEvent_t>(e); }
 
+// A failed call's status is returned to core, which raises or recovers (an
+// out-of-memory retried after freeing the cache, a capture abandoned): it
+// must not also stay behind as the thread's last CUDA error, which the next
+// kernel launch's check (cudaGetLastError) would report as its own failure.
+cudaError_t reported(cudaError_t status) {
+  if (status != cudaSuccess) {
+    cudaGetLastError();
+  }
+  return status;
+}
+
 // cudaErrorNotReady answers a query; it is not a failure (and must not stay
 // behind as the thread's last error).
 Status readiness(cudaError_t status, bool* complete) {
@@ -75,7 +86,7 @@ Status readiness(cudaError_t status, bool* complete) {
     return cudaSuccess;
   }
   *complete = status == cudaSuccess;
-  return status;
+  return reported(status);
 }
 
 class CudaRuntime final : public torch_backend::DeviceRuntime {
@@ -93,15 +104,21 @@ class CudaRuntime final : public torch_backend::DeviceRuntime {
       *count = 0;  // no hardware or driver: no devices, not an error
       return cudaSuccess;
     }
-    return status;
+    return reported(status);
   }
-  Status get_device(int* device) override { return cudaGetDevice(device); }
-  Status set_device(int device) override { return cudaSetDevice(device); }
-  Status synchronize_device() override { return cudaDeviceSynchronize(); }
+  Status get_device(int* device) override {
+    return reported(cudaGetDevice(device));
+  }
+  Status set_device(int device) override {
+    return reported(cudaSetDevice(device));
+  }
+  Status synchronize_device() override {
+    return reported(cudaDeviceSynchronize());
+  }
 
   Status device_properties(int device, DeviceProperties* props) override {
     cudaDeviceProp prop{};
-    const cudaError_t status = cudaGetDeviceProperties(&prop, device);
+    const cudaError_t status = reported(cudaGetDeviceProperties(&prop, device));
     if (status == cudaSuccess) {
       props->name = prop.name;
       props->total_memory = prop.totalGlobalMem;
@@ -120,7 +137,7 @@ class CudaRuntime final : public torch_backend::DeviceRuntime {
 
   Status mem_get_info(std::size_t* free_bytes,
                       std::size_t* total_bytes) override {
-    return cudaMemGetInfo(free_bytes, total_bytes);
+    return reported(cudaMemGetInfo(free_bytes, total_bytes));
   }
 
   // Allocations in relaxed capture mode: while any stream captures in
@@ -130,14 +147,14 @@ class CudaRuntime final : public torch_backend::DeviceRuntime {
   // PyTorch's allocator (cudaMallocMaybeCapturing) does.
   Status malloc(void** ptr, std::size_t bytes) override {
     const RelaxedCaptureMode relaxed;
-    return cudaMalloc(ptr, bytes);
+    return reported(cudaMalloc(ptr, bytes));
   }
-  Status free(void* ptr) override { return cudaFree(ptr); }
+  Status free(void* ptr) override { return reported(cudaFree(ptr)); }
   Status host_malloc(void** ptr, std::size_t bytes) override {
     const RelaxedCaptureMode relaxed;
-    return cudaHostAlloc(ptr, bytes, cudaHostAllocDefault);
+    return reported(cudaHostAlloc(ptr, bytes, cudaHostAllocDefault));
   }
-  Status host_free(void* ptr) override { return cudaFreeHost(ptr); }
+  Status host_free(void* ptr) override { return reported(cudaFreeHost(ptr)); }
 
   // Expandable segments: the driver's virtual memory calls.
   Status vm_granularity(std::size_t* bytes) override {
@@ -168,59 +185,61 @@ class CudaRuntime final : public torch_backend::DeviceRuntime {
   Status memcpy(void* dst, const void* src, std::size_t bytes,
                 CopyKind kind) override {
     const cudaError_t status = cudaDeviceSynchronize();
-    return status != cudaSuccess ? status
-                                 : cudaMemcpy(dst, src, bytes, to_cuda(kind));
+    return reported(status != cudaSuccess
+                        ? status
+                        : cudaMemcpy(dst, src, bytes, to_cuda(kind)));
   }
   Status memcpy_async(void* dst, const void* src, std::size_t bytes,
                       CopyKind kind, StreamHandle stream) override {
-    return cudaMemcpyAsync(dst, src, bytes, to_cuda(kind), stream_of(stream));
+    return reported(
+        cudaMemcpyAsync(dst, src, bytes, to_cuda(kind), stream_of(stream)));
   }
 
   Status stream_priority_range(int* least, int* greatest) override {
-    return cudaDeviceGetStreamPriorityRange(least, greatest);
+    return reported(cudaDeviceGetStreamPriorityRange(least, greatest));
   }
   Status stream_create(StreamHandle* stream, int priority) override {
     cudaStream_t created = nullptr;
-    const cudaError_t status =
-        cudaStreamCreateWithPriority(&created, cudaStreamNonBlocking, priority);
+    const cudaError_t status = reported(cudaStreamCreateWithPriority(
+        &created, cudaStreamNonBlocking, priority));
     *stream = created;
     return status;
   }
   Status stream_destroy(StreamHandle stream) override {
-    return cudaStreamDestroy(stream_of(stream));
+    return reported(cudaStreamDestroy(stream_of(stream)));
   }
   Status stream_query(StreamHandle stream, bool* complete) override {
     return readiness(cudaStreamQuery(stream_of(stream)), complete);
   }
   Status stream_synchronize(StreamHandle stream) override {
-    return cudaStreamSynchronize(stream_of(stream));
+    return reported(cudaStreamSynchronize(stream_of(stream)));
   }
   Status stream_wait_event(StreamHandle stream, EventHandle event) override {
-    return cudaStreamWaitEvent(stream_of(stream), event_of(event), 0);
+    return reported(cudaStreamWaitEvent(stream_of(stream), event_of(event), 0));
   }
 
   Status event_create(EventHandle* event, bool enable_timing) override {
     cudaEvent_t created = nullptr;
-    const cudaError_t status = cudaEventCreateWithFlags(
-        &created, enable_timing ? cudaEventDefault : cudaEventDisableTiming);
+    const cudaError_t status = reported(cudaEventCreateWithFlags(
+        &created, enable_timing ? cudaEventDefault : cudaEventDisableTiming));
     *event = created;
     return status;
   }
   Status event_destroy(EventHandle event) override {
-    return cudaEventDestroy(event_of(event));
+    return reported(cudaEventDestroy(event_of(event)));
   }
   Status event_record(EventHandle event, StreamHandle stream) override {
-    return cudaEventRecord(event_of(event), stream_of(stream));
+    return reported(cudaEventRecord(event_of(event), stream_of(stream)));
   }
   Status event_query(EventHandle event, bool* complete) override {
     return readiness(cudaEventQuery(event_of(event)), complete);
   }
   Status event_synchronize(EventHandle event) override {
-    return cudaEventSynchronize(event_of(event));
+    return reported(cudaEventSynchronize(event_of(event)));
   }
   Status event_elapsed_time(float* ms, EventHandle start,
                             EventHandle end) override {
-    return cudaEventElapsedTime(ms, event_of(start), event_of(end));
+    return reported(cudaEventElapsedTime(ms, event_of(start), event_of(end)));
   }
 
   // A kernel on the stream that takes `microseconds` (kernels in
@@ -233,13 +252,13 @@ class CudaRuntime final : public torch_backend::DeviceRuntime {
   // Graphs: CUDA stream capture, as torch.cuda.CUDAGraph.
   Status capture_begin(StreamHandle stream,
                        torch_backend::CaptureMode mode) override {
-    return cudaStreamBeginCapture(stream_of(stream), to_cuda(mode));
+    return reported(cudaStreamBeginCapture(stream_of(stream), to_cuda(mode)));
   }
   Status capture_end(StreamHandle stream,
                      torch_backend::GraphHandle* graph) override {
     cudaGraph_t captured = nullptr;
     const cudaError_t status =
-        cudaStreamEndCapture(stream_of(stream), &captured);
+        reported(cudaStreamEndCapture(stream_of(stream), &captured));
     if (status == cudaSuccess) {
       *graph = new CapturedGraph{captured, nullptr};
     }
@@ -247,12 +266,13 @@ class CudaRuntime final : public torch_backend::DeviceRuntime {
   }
   Status graph_instantiate(torch_backend::GraphHandle graph) override {
     CapturedGraph* g = graph_of(graph);
-    return g->exec != nullptr ? cudaSuccess
-                              : cudaGraphInstantiate(&g->exec, g->graph, 0);
+    return g->exec != nullptr
+               ? cudaSuccess
+               : reported(cudaGraphInstantiate(&g->exec, g->graph, 0));
   }
   Status graph_launch(torch_backend::GraphHandle graph,
                       StreamHandle stream) override {
-    return cudaGraphLaunch(graph_of(graph)->exec, stream_of(stream));
+    return reported(cudaGraphLaunch(graph_of(graph)->exec, stream_of(stream)));
   }
   Status graph_destroy(torch_backend::GraphHandle graph) override {
     CapturedGraph* g = graph_of(graph);
@@ -262,11 +282,12 @@ class CudaRuntime final : public torch_backend::DeviceRuntime {
     }
     const cudaError_t destroyed = cudaGraphDestroy(g->graph);
     delete g;
-    return status != cudaSuccess ? status : destroyed;
+    return reported(status != cudaSuccess ? status : destroyed);
   }
   Status stream_is_capturing(StreamHandle stream, bool* capturing) override {
     cudaStreamCaptureStatus state = cudaStreamCaptureStatusNone;
-    const cudaError_t status = cudaStreamIsCapturing(stream_of(stream), &state);
+    const cudaError_t status =
+        reported(cudaStreamIsCapturing(stream_of(stream), &state));
     *capturing = state != cudaStreamCaptureStatusNone;
     return status;
   }
