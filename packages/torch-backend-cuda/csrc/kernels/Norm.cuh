@@ -35,9 +35,7 @@ struct Moments {
   double mean, variance;
   GPU_HD Moments(const Sums<2>& sums, double count)
       : mean(sums.v[0] / count),
-        variance(sums.v[1] / count - mean * mean > 0
-                     ? sums.v[1] / count - mean * mean
-                     : 0) {}
+        variance(fmax(sums.v[1] / count - mean * mean, 0.0)) {}
   GPU_HD double invstd(double eps) const { return 1 / sqrt(variance + eps); }
 };
 

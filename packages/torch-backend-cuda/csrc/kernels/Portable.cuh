@@ -337,6 +337,21 @@ __global__ void each_index_kernel(std::int64_t n, Fn fn) {
 inline Status last_launch_status() {
   return static_cast<Status>(cudaGetLastError());
 }
+
+// The block's values shared[0 .. blockDim.x) folded into shared[0] by
+// combine(a, b), a tree as CUDA's reductions fold a block (blockDim.x a power
+// of two); every thread of the block calls it, and may read shared[0] after.
+template <typename V, typename Combine>
+__device__ void combine_in_block(V* shared, Combine combine) {
+  __syncthreads();
+  for (unsigned width = blockDim.x / 2; width > 0; width /= 2) {
+    if (threadIdx.x < width) {
+      shared[threadIdx.x] =
+          combine(shared[threadIdx.x], shared[threadIdx.x + width]);
+    }
+    __syncthreads();
+  }
+}
 #endif
 
 // fn(i) for every i in [0, n), enqueued on ctx.stream.

@@ -210,20 +210,6 @@ struct ReduceFinishFn {
 };
 
 #if defined(__CUDACC__)
-// The block's threads' values combined in shared[0] (a tree, as CUDA's
-// reductions fold a block); blockDim.x is a power of two.
-template <typename Op>
-__device__ void combine_in_block(typename Op::Acc* shared) {
-  __syncthreads();
-  for (unsigned width = blockDim.x / 2; width > 0; width /= 2) {
-    if (threadIdx.x < width) {
-      shared[threadIdx.x] =
-          Op::combine(shared[threadIdx.x], shared[threadIdx.x + width]);
-    }
-    __syncthreads();
-  }
-}
-
 // Block o combines output o's partial results: a thousand partials read one
 // after another by a single thread cost as much as the first pass over 64M
 // elements.
@@ -236,7 +222,9 @@ __global__ void reduce_finish_kernel(ReduceFinishFn<T, Op> finish) {
     acc = Op::combine(acc, finish.partials[o * finish.splits + s]);
   }
   shared[threadIdx.x] = acc;
-  combine_in_block<Op>(shared);
+  combine_in_block(shared, [](typename Op::Acc a, typename Op::Acc b) {
+    return Op::combine(a, b);
+  });
   if (threadIdx.x == 0) {
     finish.write(o, shared[0]);
   }
@@ -258,7 +246,9 @@ __global__ void reduce_partials_kernel(ReduceSource<T, Op> source,
       begin + chunk < source.plan.reduced ? begin + chunk : source.plan.reduced;
   shared[threadIdx.x] =
       fold_lane(source, o, begin, end, threadIdx.x, blockDim.x);
-  combine_in_block<Op>(shared);
+  combine_in_block(shared, [](typename Op::Acc a, typename Op::Acc b) {
+    return Op::combine(a, b);
+  });
   if (threadIdx.x == 0) {
     partials[blockIdx.x] = shared[0];
   }

@@ -110,23 +110,11 @@ __global__ void softmax_row_kernel(Parts parts) {
   const std::int64_t row = blockIdx.x;
   const unsigned lane = threadIdx.x, lanes = blockDim.x;
   shared[lane] = parts.peak(row, lane, lanes);
-  __syncthreads();
-  for (unsigned width = blockDim.x / 2; width > 0; width /= 2) {
-    if (lane < width) {
-      shared[lane] = max_with_nan(shared[lane], shared[lane + width]);
-    }
-    __syncthreads();
-  }
+  combine_in_block(shared, [](C a, C b) { return max_with_nan(a, b); });
   const C peak = shared[0];
-  __syncthreads();
+  __syncthreads();  // every thread has read the peak before shared is reused
   shared[lane] = parts.total(row, lane, lanes, peak);
-  __syncthreads();
-  for (unsigned width = blockDim.x / 2; width > 0; width /= 2) {
-    if (lane < width) {
-      shared[lane] += shared[lane + width];
-    }
-    __syncthreads();
-  }
+  combine_in_block(shared, [](C a, C b) { return a + b; });
   parts.write(row, lane, lanes, peak, shared[0]);
 }
 #endif

@@ -44,18 +44,6 @@ GPU_HD Sums<K> fold_items(const Fn& fn, std::int64_t output, std::int64_t begin,
 }
 
 #if defined(__CUDACC__)
-// The block's sums combined into shared[0] (blockDim.x a power of two).
-template <int K>
-__device__ void combine_sums_in_block(Sums<K>* shared) {
-  __syncthreads();
-  for (unsigned width = blockDim.x / 2; width > 0; width /= 2) {
-    if (threadIdx.x < width) {
-      shared[threadIdx.x].add(shared[threadIdx.x + width]);
-    }
-    __syncthreads();
-  }
-}
-
 // Block b: chunk (b % splits) of output (b / splits), into partials[b].
 template <int K, typename Fn>
 __global__ void partial_sums_kernel(Fn fn, std::int64_t items,
@@ -67,7 +55,10 @@ __global__ void partial_sums_kernel(Fn fn, std::int64_t items,
   const std::int64_t end = begin + chunk < items ? begin + chunk : items;
   shared[threadIdx.x] =
       fold_items<K>(fn, output, begin, end, threadIdx.x, blockDim.x);
-  combine_sums_in_block<K>(shared);
+  combine_in_block(shared, [](Sums<K> a, const Sums<K>& b) {
+    a.add(b);
+    return a;
+  });
   if (threadIdx.x == 0) {
     partials[blockIdx.x] = shared[0];
   }
@@ -83,7 +74,10 @@ __global__ void combine_partials_kernel(const Sums<K>* partials,
     mine.add(partials[blockIdx.x * splits + s]);
   }
   shared[threadIdx.x] = mine;
-  combine_sums_in_block<K>(shared);
+  combine_in_block(shared, [](Sums<K> a, const Sums<K>& b) {
+    a.add(b);
+    return a;
+  });
   if (threadIdx.x == 0) {
     sums[blockIdx.x] = shared[0];
   }
