@@ -55,7 +55,11 @@ CUDNN = "nvidia-cudnn-cu13==9.19.0.56"
 # torch bring theirs: 2.11 triton 3.6.0, 2.15 triton 3.9.0). A 170 MB download, 690 MB installed.
 TRITON = "triton==3.7.1"
 HATCHLING = "hatchling==1.33.0"
-BUILD_TOOLS = [HATCHLING, CUBLAS, NCCL, CUDNN]
+# Core's build needs nlohmann/json.hpp, which PyTorch's flight-recorder template includes and torch
+# does not ship (a header-only package).
+NLOHMANN_JSON = "nlohmann-json==3.12.0"
+CORE_BUILD_TOOLS = [HATCHLING, NLOHMANN_JSON]
+BUILD_TOOLS = [*CORE_BUILD_TOOLS, CUBLAS, NCCL, CUDNN]
 TEST_TOOLS = ["pytest==9.0.3", "expecttest==0.3.0"]
 # The kit's real-model test builds Hugging Face models from tiny configs (no weights downloaded).
 MODELS = "transformers==5.24.0"
@@ -203,7 +207,7 @@ def compat(session: nox.Session, torch: str) -> None:
     # sets on torch (this one is CI's to choose; the default torch is local).
     session.env["PIP_CONSTRAINT"] = os.devnull
     system_deps(session)
-    session.install(f"torch=={torch_version}", NUMPY, HATCHLING, *TEST_TOOLS, *TORCHVISION.get(torch, []))
+    session.install(f"torch=={torch_version}", NUMPY, *CORE_BUILD_TOOLS, *TEST_TOOLS, *TORCHVISION.get(torch, []))
     dist = build_wheels(session, torch_version)
     # The tests run on the installed wheels (no editable sources on sys.path).
     session.install("--no-deps", "--force-reinstall", *map(str, dist.glob("*.whl")))
@@ -358,7 +362,7 @@ def lint(session: nox.Session) -> None:
 def demo(session: nox.Session) -> None:
     """Train a small model on the best available device (fake here) and print losses (core and fake only)."""
     system_deps(session)
-    session.install(*TORCH, HATCHLING)
+    session.install(*TORCH, *CORE_BUILD_TOOLS)
     for folder in ("torch-backend-core", BACKENDS["fake"]):
         session.install("--no-build-isolation", "-e", str(PACKAGES / folder))
     session.run("python", str(ROOT / "examples" / "demo_train.py"))

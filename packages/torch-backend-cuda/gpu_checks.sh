@@ -11,7 +11,7 @@
 # Steps, each logged to OUT_DIR/STEP.log (default build/gpu-checks) with its exit status and time:
 #   install   core, cuda and fake: from GPU_CHECKS_WHEELS (a folder of wheels built elsewhere against
 #             this torch and Python: the lent GPU machines reach no registry and their lease is short),
-#             else built here, editable (needs nvcc, and hatchling or a registry)
+#             else built here, editable (needs nvcc, and hatchling and nlohmann-json or a registry)
 #   report    `python -m torch_backend` with TORCH_BACKEND=gpu, and a smoke test of a few ops against CPU
 #   then side by side (they check correctness, not speed):
 #   kit       core's conformance kit on `gpu` (with pytest-xdist where installed)
@@ -82,6 +82,7 @@ need = {"pytest": "pytest", "expecttest": "expecttest", "nvidia.cublas": "nvidia
         "nvidia.nccl": "nvidia-nccl-cu13>=2.27,<3", "nvidia.cudnn": "nvidia-cudnn-cu13>=9.10,<10"}
 if not sys.argv[1]:
     need["hatchling"] = "hatchling"
+    need["nlohmann_json"] = "nlohmann-json"  # core's build (PyTorch's flight-recorder header)
 print(" ".join(spec for module, spec in need.items() if importlib.util.find_spec(module) is None))
 EOF
   ) || return 1

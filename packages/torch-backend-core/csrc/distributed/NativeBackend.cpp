@@ -12,26 +12,52 @@
 #include <c10/core/impl/DeviceGuardImplInterface.h>
 
 #include <algorithm>
+#include <atomic>
+#include <numeric>
 #include <utility>
 
 #include "CollectiveTypes.h"
+#include "FlightRecorder.h"
 #include "StagedWork.h"
 
 namespace torch_backend::distributed {
+namespace {
+
+std::vector<std::uint64_t> all_ranks_if_empty(std::vector<std::uint64_t> ranks,
+                                              int size) {
+  if (ranks.empty()) {
+    ranks.resize(static_cast<std::size_t>(size));
+    std::iota(ranks.begin(), ranks.end(), 0);
+  }
+  return ranks;
+}
+
+std::size_t next_recorded_group_id() {
+  static std::atomic<std::size_t> next{0};
+  return next++;
+}
+
+}  // namespace
 
 NativeBackend::NativeBackend(c10::intrusive_ptr<c10d::Store> store, int rank,
-                             int size, DeviceCollectives& library,
+                             int size, std::vector<std::uint64_t> global_ranks,
+                             DeviceCollectives& library,
                              CpuBackendFactory make_cpu_backend,
                              std::string name,
                              std::chrono::milliseconds timeout,
                              bool end_process_on_error)
     : c10d::Backend(rank, size),
       store_(std::move(store)),
+      global_ranks_(all_ranks_if_empty(std::move(global_ranks), size)),
       library_(library),
       make_cpu_backend_(std::move(make_cpu_backend)),
       name_(std::move(name)),
+      recorded_id_(next_recorded_group_id()),
       timeout_(timeout),
       end_process_on_error_(end_process_on_error) {
+  TORCH_CHECK_VALUE(global_ranks_.size() == static_cast<std::size_t>(size),
+                    name_, ": ", global_ranks_.size(),
+                    " global ranks for a group of ", size);
   // Its own keys: the communicators' ids are under store_.
   if (make_cpu_backend_) {
     cpu_backend_ = make_cpu_backend_(
@@ -56,11 +82,15 @@ c10::intrusive_ptr<c10d::Backend> NativeBackend::split(
   if (auto child = last_split_.lock(); child && last_split_name_ == group) {
     return child;
   }
+  std::vector<std::uint64_t> child_ranks;
+  for (const int member : ranks) {
+    child_ranks.push_back(global_ranks_.at(static_cast<std::size_t>(member)));
+  }
   auto child = c10::make_intrusive<NativeBackend>(
       c10::make_intrusive<c10d::PrefixStore>(name_ + "/", store),
       static_cast<int>(mine - ranks.begin()), static_cast<int>(ranks.size()),
-      library_, make_cpu_backend_, name_, opts ? opts->timeout : timeout_,
-      end_process_on_error_);
+      std::move(child_ranks), library_, make_cpu_backend_, name_,
+      opts ? opts->timeout : timeout_, end_process_on_error_);
   last_split_ = c10::weak_intrusive_ptr<c10d::Backend>(
       c10::intrusive_ptr<c10d::Backend>(child));
   last_split_name_ = group;
@@ -69,12 +99,20 @@ c10::intrusive_ptr<c10d::Backend> NativeBackend::split(
 
 Watchdog& NativeBackend::watchdog() {
   if (!watchdog_) {
+    const int global_rank =
+        static_cast<int>(global_ranks_.at(static_cast<std::size_t>(getRank())));
     watchdog_ = std::make_unique<Watchdog>(
         name_ + " (rank " + std::to_string(getRank()) + " of " +
             std::to_string(getSize()) + ")",
-        timeout_, end_process_on_error_);
+        timeout_, end_process_on_error_,
+        dumps_on_failure() ? std::make_shared<FailureDumps>(store_, global_rank)
+                           : nullptr);
   }
   return *watchdog_;
+}
+
+GroupName NativeBackend::recorded_name() const {
+  return {getGroupUid().empty() ? name_ : getGroupUid(), getGroupDesc()};
 }
 
 NativeBackend::~NativeBackend() = default;
@@ -169,7 +207,7 @@ c10::intrusive_ptr<c10d::Work> NativeBackend::endCoalescing() {
 
 c10::intrusive_ptr<c10d::Work> NativeBackend::launch(
     c10d::OpType type, const char* name, const Tensors& inputs,
-    const Tensors& outputs, const Enqueue& enqueue, bool blocking) {
+    const Tensors& outputs, const Enqueue& enqueue, bool blocking, int peer) {
   const at::Tensor& first = inputs.empty() ? outputs.at(0) : inputs.front();
   const c10::Device device = first.device();
   for (const Tensors* list : {&inputs, &outputs}) {
@@ -275,6 +313,17 @@ c10::intrusive_ptr<c10d::Work> NativeBackend::launch(
       ")";
   auto state = std::make_shared<WorkState>(comm, std::move(description),
                                            end_process_on_error_);
+  if (!ranks_recorded_) {
+    record_group_ranks(recorded_name(), global_ranks_);
+    ranks_recorded_ = true;
+  }
+  ++(point_to_point ? point_to_point_ops_ : collectives_);
+  state->trace_id =
+      record_op(RecordedOp{recorded_id_, recorded_name(), collectives_,
+                           point_to_point_ops_, sequence_,
+                           profiling_name(library_, name, getRank(), peer),
+                           point_to_point, timeout_},
+                inputs, outputs, state->progress);
   auto work = c10::make_intrusive<NativeWork>(state, type, outputs,
                                               std::move(keep_alive), blocking);
   if (coalescing_) {

@@ -6,7 +6,9 @@
 // communicator's stream after the caller's current stream has reached it, and
 // returns a NativeWork, which the group's Watchdog fails on a timeout or a
 // library error; CPU tensors in the same group go to the Gloo backend the
-// group was made with. Calls are serialised: DDP issues collectives from
+// group was made with. Every op goes into the flight recorder
+// (FlightRecorder.h); a failing group dumps it on each of its ranks
+// (FailureDumps.h). Calls are serialised: DDP issues collectives from
 // autograd's threads while the main thread may issue others.
 #pragma once
 #include <torch/csrc/distributed/c10d/Backend.hpp>
@@ -42,8 +44,10 @@ class NativeBackend : public c10d::Backend {
 
   // `timeout`: how long a collective may run before the watchdog fails the
   // group; `end_process_on_error`: the watchdog ends the process instead.
-  // Without `make_cpu_backend`, CPU tensors are refused.
+  // Without `make_cpu_backend`, CPU tensors are refused. `global_ranks`: the
+  // members' ranks in the default group (empty: 0 to size - 1).
   NativeBackend(c10::intrusive_ptr<c10d::Store> store, int rank, int size,
+                std::vector<std::uint64_t> global_ranks,
                 DeviceCollectives& library, CpuBackendFactory make_cpu_backend,
                 std::string name, std::chrono::milliseconds timeout,
                 bool end_process_on_error);
@@ -129,9 +133,12 @@ class NativeBackend : public c10d::Backend {
   // returns the work. `inputs` and `outputs` (the work's result) are on one
   // device; a tensor may be both (in place). A tensor that is not dense gets
   // a dense stand-in, copied in before and back after, as the library needs.
+  // `peer`: a send's or receive's other rank.
   Work launch(c10d::OpType type, const char* name, const Tensors& inputs,
               const Tensors& outputs, const Enqueue& enqueue,
-              bool blocking = false);
+              bool blocking = false, int peer = -1);
+  // The group as the flight recorder names it: c10d's uid and description.
+  GroupName recorded_name() const;
   // Sends and receives issued as one group of the library (all_to_all,
   // gather, scatter): sends[r] goes to rank r, recvs[r] comes from it
   // (undefined tensors: nothing).
@@ -142,6 +149,7 @@ class NativeBackend : public c10d::Backend {
   Watchdog& watchdog();
 
   c10::intrusive_ptr<c10d::Store> store_;
+  const std::vector<std::uint64_t> global_ranks_;
   DeviceCollectives& library_;
   CpuBackendFactory make_cpu_backend_;
   c10::intrusive_ptr<c10d::Backend> cpu_backend_;
@@ -155,6 +163,12 @@ class NativeBackend : public c10d::Backend {
   std::map<c10::DeviceIndex, std::shared_ptr<Communicator>> comms_;
   int comms_created_ = 0;
   uint64_t sequence_ = 0;
+  // The flight recorder's numbers: the group's, and its collectives and
+  // point-to-point ops so far.
+  const std::size_t recorded_id_;
+  std::size_t collectives_ = 0;
+  std::size_t point_to_point_ops_ = 0;
+  bool ranks_recorded_ = false;
   c10::DeviceIndex last_device_ = -1;
   // Unfinished works: they keep their tensors alive until the stream is
   // past them, even where the caller drops the work without waiting.

@@ -378,13 +378,16 @@ c10::intrusive_ptr<c10d::Work> NativeBackend::send(Tensors& tensors,
   if (tensors[0].is_cpu()) {
     return cpu("send").send(tensors, dst_rank, tag);
   }
-  return launch(c10d::OpType::SEND, "send", tensors, {}, [&](const Call& call) {
-    const Buffer buffer = bytes_of(call.in[0]);
-    call.comm.check(
-        call.comm.library().send(buffer.data, buffer.count, buffer.dtype,
-                                 dst_rank, call.comm.handle(), call.stream),
-        "send");
-  });
+  return launch(
+      c10d::OpType::SEND, "send", tensors, {},
+      [&](const Call& call) {
+        const Buffer buffer = bytes_of(call.in[0]);
+        call.comm.check(
+            call.comm.library().send(buffer.data, buffer.count, buffer.dtype,
+                                     dst_rank, call.comm.handle(), call.stream),
+            "send");
+      },
+      /*blocking=*/false, /*peer=*/dst_rank);
 }
 
 c10::intrusive_ptr<c10d::Work> NativeBackend::recv(Tensors& tensors,
@@ -393,13 +396,16 @@ c10::intrusive_ptr<c10d::Work> NativeBackend::recv(Tensors& tensors,
   if (tensors[0].is_cpu()) {
     return cpu("recv").recv(tensors, src_rank, tag);
   }
-  return launch(c10d::OpType::RECV, "recv", {}, tensors, [&](const Call& call) {
-    const Buffer buffer = bytes_of(call.out[0]);
-    call.comm.check(
-        call.comm.library().recv(buffer.data, buffer.count, buffer.dtype,
-                                 src_rank, call.comm.handle(), call.stream),
-        "recv");
-  });
+  return launch(
+      c10d::OpType::RECV, "recv", {}, tensors,
+      [&](const Call& call) {
+        const Buffer buffer = bytes_of(call.out[0]);
+        call.comm.check(
+            call.comm.library().recv(buffer.data, buffer.count, buffer.dtype,
+                                     src_rank, call.comm.handle(), call.stream),
+            "recv");
+      },
+      /*blocking=*/false, /*peer=*/src_rank);
 }
 
 // As ProcessGroupNCCL: a one-element all_reduce on the device last used (or

@@ -52,6 +52,7 @@ bool WorkState::poll() {
   }
   std::lock_guard<std::mutex> lock(mutex_);
   done_ = true;
+  progress->finish();
   return true;
 }
 

@@ -24,6 +24,7 @@
 
 #include "../runtime/StreamDependencies.h"
 #include "Communicator.h"
+#include "FlightRecorder.h"
 
 namespace torch_backend::distributed {
 
@@ -57,6 +58,10 @@ class WorkState final : public StreamDependency,
   const std::string description;
   const bool end_process_on_error;
   c10::Event end;
+  // As the flight recorder reads it, and its entry there.
+  const std::shared_ptr<CollectiveProgress> progress =
+      std::make_shared<CollectiveProgress>();
+  std::optional<std::size_t> trace_id;
 
  private:
   mutable std::mutex mutex_;

@@ -1,6 +1,9 @@
 #include "Watchdog.h"
 
 #include "EndProcess.h"
+#include "FlightRecorder.h"
+
+#include <torch/csrc/distributed/c10d/Utils.hpp>
 
 #include <c10/util/Exception.h>
 
@@ -47,10 +50,12 @@ void drain_all_watchdogs() {
 }
 
 Watchdog::Watchdog(std::string group, std::chrono::milliseconds timeout,
-                   bool end_process_on_error)
+                   bool end_process_on_error,
+                   std::shared_ptr<FailureDumps> dumps)
     : group_(std::move(group)),
       timeout_(timeout),
       end_process_on_error_(end_process_on_error),
+      dumps_(std::move(dumps)),
       thread_([this] { run(); }) {
   std::lock_guard<std::mutex> lock(registry_mutex());
   registry().push_back(this);
@@ -82,6 +87,9 @@ void Watchdog::drain() {
   wake_.notify_all();
   if (thread_.joinable()) {
     thread_.join();
+  }
+  if (dumps_) {
+    dumps_->stop();  // before Python finalises: a dump may need the GIL
   }
 }
 
@@ -117,6 +125,7 @@ void Watchdog::run() {
           why = message_of(error);
         }
         finished.push_back(work);
+        retire_op(work->trace_id);
       } else if (timeout_.count() > 0 && work->running_for() > timeout_ &&
                  why.empty()) {
         why = work->description + " timed out: it ran for " +
@@ -144,6 +153,13 @@ void Watchdog::run() {
 }
 
 void Watchdog::fail_group(const std::string& why) {
+  // What every rank last did, before anything the failure sets off.
+  if (dumps_) {
+    dumps_->dump_and_tell_peers(std::chrono::milliseconds(
+        c10d::getCvarInt({"TORCH_FR_WAIT_TIMEOUT_DUMP_MILSEC",
+                          "TORCH_NCCL_WAIT_TIMEOUT_DUMP_MILSEC"},
+                         15000)));
+  }
   // Ending the process comes before the failure is published: once it is,
   // a caller's next collective raises it, and that thread's exit could win
   // the race with this one's (the process then ends with the caller's code).

@@ -22,6 +22,7 @@
 #include <thread>
 #include <vector>
 
+#include "FailureDumps.h"
 #include "NativeWork.h"
 
 namespace torch_backend::distributed {
@@ -31,8 +32,9 @@ void drain_all_watchdogs();
 
 class Watchdog {
  public:
+  // `dumps`: the flight-recorder dumps when the group fails (none: off).
   Watchdog(std::string group, std::chrono::milliseconds timeout,
-           bool end_process_on_error);
+           bool end_process_on_error, std::shared_ptr<FailureDumps> dumps);
   ~Watchdog();  // stops and joins its thread
   Watchdog(const Watchdog&) = delete;
   Watchdog& operator=(const Watchdog&) = delete;
@@ -57,6 +59,7 @@ class Watchdog {
   const std::string group_;
   const std::chrono::milliseconds timeout_;
   const bool end_process_on_error_;
+  const std::shared_ptr<FailureDumps> dumps_;
   mutable std::mutex mutex_;
   std::condition_variable wake_;
   bool stopping_ = false;

@@ -6,9 +6,11 @@
 #include <Python.h>
 #include <pybind11/chrono.h>
 #include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
 
 #include <torch_backend/Runtime.h>
 
+#include "../distributed/FlightRecorder.h"
 #include "../distributed/NativeBackend.h"
 #include "../distributed/StagedBackend.h"
 #include "../distributed/Watchdog.h"
@@ -72,6 +74,7 @@ NativeBackend::CpuBackendFactory gloo_factory(py::object make_gloo) {
 }
 
 c10d::Backend* make_native_backend(c10d::Store* store, int rank, int size,
+                                   std::vector<std::uint64_t> global_ranks,
                                    py::object make_gloo,
                                    const std::string& name,
                                    std::chrono::milliseconds timeout,
@@ -87,7 +90,8 @@ c10d::Backend* make_native_backend(c10d::Store* store, int rank, int size,
   }
   auto native = c10::make_intrusive<NativeBackend>(
       c10::intrusive_ptr<c10d::Store>::reclaim_copy(store), rank, size,
-      *library, std::move(factory), name, timeout, end_process_on_error);
+      std::move(global_ranks), *library, std::move(factory), name, timeout,
+      end_process_on_error);
   return native.release();
 }
 
@@ -110,6 +114,22 @@ PYBIND11_MODULE(_distributed, m) {
         py::call_guard<py::gil_scoped_release>());
   m.def("collectives_library_name",
         &torch_backend::distributed::collectives_library_name);
+  // The flight recorder's dump (a pickle), as torch's _dump_fr_trace gives
+  // its own; symbolising Python stacks takes the GIL itself.
+  m.def(
+      "dump_flight_recorder",
+      [](bool include_collectives, bool include_stack_traces,
+         bool only_active) {
+        std::string dump;
+        {
+          py::gil_scoped_release no_gil;
+          dump = torch_backend::distributed::dump_flight_recorder(
+              include_collectives, include_stack_traces, only_active);
+        }
+        return py::bytes(dump);
+      },
+      py::arg("include_collectives") = true,
+      py::arg("include_stack_traces") = true, py::arg("only_active") = false);
   // The native backend's Python type (a c10d Backend) adds what
   // torch.distributed.split_group reads: its options, which it deep-copies.
   using torch_backend::distributed::NativeBackend;
@@ -130,8 +150,8 @@ PYBIND11_MODULE(_distributed, m) {
       .def_property_readonly("options", &NativeBackend::getBackendOptions);
   m.def("make_native_backend", &torch_backend::distributed::make_native_backend,
         py::arg("store"), py::arg("rank"), py::arg("size"),
-        py::arg("make_gloo"), py::arg("name"), py::arg("timeout"),
-        py::arg("end_process_on_error"),
+        py::arg("global_ranks"), py::arg("make_gloo"), py::arg("name"),
+        py::arg("timeout"), py::arg("end_process_on_error"),
         py::return_value_policy::take_ownership,
         py::call_guard<py::gil_scoped_release>());
 }

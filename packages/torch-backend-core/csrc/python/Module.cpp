@@ -208,7 +208,10 @@ PYBIND11_MODULE(_C, m) {
   m.def("device_count", [] { return torch_backend::device_count(); });
   m.def("current_device", [] { return torch_backend::current_device(); });
   m.def("set_device", &set_current_device, py::arg("device"));
-  m.def("synchronize", &synchronize, py::arg("device"));
+  // Without the GIL, as torch.cuda.synchronize: other threads (a watchdog's
+  // flight-recorder dump among them) may need it while the device drains.
+  m.def("synchronize", &synchronize, py::arg("device"),
+        py::call_guard<py::gil_scoped_release>());
   m.def("device_properties", &device_properties, py::arg("device"));
   m.def("mem_get_info", &mem_get_info, py::arg("device"));
   m.def("memory_stats", &memory_stats, py::arg("device"));

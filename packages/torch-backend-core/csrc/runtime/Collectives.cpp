@@ -13,5 +13,6 @@ Status DeviceCollectives::all_to_all(const void*, void*, std::size_t, DType,
                                      CommHandle, StreamHandle) {
   return kNotSupported;
 }
+const char* DeviceCollectives::flight_recorder_name() { return nullptr; }
 
 }  // namespace torch_backend

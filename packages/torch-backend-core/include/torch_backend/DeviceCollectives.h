@@ -41,7 +41,7 @@ namespace torch_backend {
 
 // Bumped whenever the layout of DeviceCollectives changes; core refuses a
 // library built against another version (and keeps staged Gloo).
-constexpr int kDeviceCollectivesAbiVersion = 2;
+constexpr int kDeviceCollectivesAbiVersion = 3;
 
 // The bytes that name a communicator being created: NCCL's ncclUniqueId is
 // 128 bytes, HCCL's HcclRootInfo 4108. A library uses a prefix of them.
@@ -124,6 +124,11 @@ class TORCH_BACKEND_API DeviceCollectives {
   // kNotSupported (core uses grouped send and recv).
   virtual Status all_to_all(const void* send, void* recv, std::size_t count,
                             DType dtype, CommHandle comm, StreamHandle stream);
+  // The library's name in flight-recorder dumps, the prefix of each recorded
+  // op ("nccl:all_reduce"). PyTorch's analyser (fr_trace) accepts only the
+  // libraries it knows (nccl, hccl, mccl, xccl, gloo, ...). Default: nullptr,
+  // library_name() in lower case.
+  virtual const char* flight_recorder_name();
 
   // --- errors ------------------------------------------------------------
   virtual std::string error_text(Status status) = 0;

@@ -107,6 +107,14 @@ def single_tensor_collectives() -> tuple[Callable[..., Any], Callable[..., Any]]
     return dist.all_gather_into_tensor, dist.reduce_scatter_tensor
 
 
+def flight_recorder_analyser_knows(library: str) -> bool:
+    """Whether this torch's flight-recorder analyser (fr_trace) reads ops named ``<library>:...``.
+
+    torch 2.11's knows only nccl and xccl; 2.13's also hccl, gloo, rccl, mccl and others.
+    """
+    return library in ("nccl", "xccl") or torch_at_least(2, 13)
+
+
 def split_group_serves_other_devices() -> bool:
     """Whether torch.distributed.split_group splits the current accelerator's backend: from torch 2.13
     (measured on 2.13 and 2.15; 2.11 asks the parent group for its CUDA backend, 2.12 is not checked)."""

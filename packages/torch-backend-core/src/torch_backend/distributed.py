@@ -27,6 +27,7 @@ import atexit
 import functools
 import os
 from datetime import timedelta
+from typing import Any
 
 import torch
 
@@ -64,9 +65,9 @@ def register_native_backend(device: str) -> str | None:
         return None
     name = native_backend_name(device)
 
-    def create(
-        store: torch.distributed.Store, rank: int, world_size: int, timeout: timedelta
-    ) -> torch._C._distributed_c10d.Backend:
+    def create(options: Any, backend_options: Any) -> torch._C._distributed_c10d.Backend:
+        # The extended creator: its options name the members' global ranks (the flight recorder's
+        # pg_config and the file name of each rank's dump need them).
         from torch.distributed import PrefixStore, ProcessGroupGloo
 
         from torch_backend import _distributed
@@ -80,19 +81,34 @@ def register_native_backend(device: str) -> str | None:
             return ProcessGroupGloo(gloo_store, gloo_rank, size, timeout)
 
         return _distributed.make_native_backend(
-            PrefixStore(f"{name}/", store),
-            rank,
-            world_size,
+            PrefixStore(f"{name}/", options.store),
+            options.group_rank,
+            options.group_size,
+            list(options.global_ranks_in_group),  # empty for the default group: every rank
             make_gloo,
             name,
-            timeout,
+            options.timeout,
             _end_process_on_error(),
         )
 
-    dist.Backend.register_backend(name, create, devices=[device, "cpu"])
+    dist.Backend.register_backend(name, create, devices=[device, "cpu"], extended_api=True)
     # Registering claims the device only where it has no default yet (torch releases differ).
     dist.Backend.default_device_backend_map[device] = name
     return name
+
+
+def dump_flight_recorder(
+    include_collectives: bool = True, include_stack_traces: bool = True, only_active: bool = False
+) -> bytes:
+    """This process's flight recorder: the recent ops of its native groups, pickled in PyTorch's format.
+
+    What ``torch._C._distributed_c10d._dump_nccl_trace`` gives for NCCL's groups (``pickle.loads`` reads
+    it). A group that fails writes the same to ``<TORCH_FR_DUMP_TEMP_FILE><rank>`` on each of its ranks;
+    ``python -m torch.distributed.flight_recorder.fr_trace DIR`` analyses such a folder.
+    """
+    from torch_backend import _distributed
+
+    return _distributed.dump_flight_recorder(include_collectives, include_stack_traces, only_active)
 
 
 @functools.cache

@@ -7,10 +7,12 @@ only if every check held. Run by test_distributed.py (its name keeps pytest from
 from __future__ import annotations
 
 import os
+import pickle
 import sys
 import time
 from collections.abc import Callable
 from datetime import timedelta
+from pathlib import Path
 
 import torch
 import torch.distributed as dist
@@ -463,6 +465,66 @@ def scenario_ddp_profiled(rank: int, world: int) -> None:
     found = [c for c in comms if c.get("Collective name") == "all_reduce" and c.get("In msg nelems") == gradients]
     assert found, f"no all_reduce of {gradients} elements among the trace's collectives: {comms}"
     assert found[0]["dtype"] == "Float" and found[0]["Group size"] == world, found[0]
+
+
+def scenario_flight_recorder(rank: int, world: int) -> None:
+    """Rank 1 never issues the seventh all_reduce: it stays in host code past the group's timeout. The
+    others' seventh all_reduce fails, and every rank writes its flight-recorder dump (rank 1 told through
+    the store). Prints FAILED (the error) and DUMPED_AFTER (seconds from the seventh collective)."""
+    timeout_s = float(os.environ["DIST_TEST_TIMEOUT_S"])
+    dump = Path(os.environ["TORCH_FR_DUMP_TEMP_FILE"] + str(rank))
+    t = torch.ones(4, device=DEVICE)
+    for _ in range(6):
+        dist.all_reduce(t)
+        dev.synchronize()
+    check(t, torch.full((4,), float(world**6)), "six all_reduces")
+    start = time.monotonic()
+    if rank != 1:
+        try:
+            dist.all_reduce(t)
+            dev.synchronize()
+        except Exception as e:
+            print(f"FAILED after {time.monotonic() - start:.1f}s: {e}", flush=True)
+        else:
+            raise AssertionError("the seventh all_reduce did not fail")
+    while time.monotonic() < start + timeout_s + 30:
+        if dump.exists() and pickle.loads(dump.read_bytes())["entries"]:
+            print(f"DUMPED_AFTER {time.monotonic() - start:.1f}s", flush=True)
+            return
+        time.sleep(0.2)
+    raise AssertionError(f"rank {rank} wrote no flight-recorder dump to {dump}")
+
+
+def scenario_recorded(rank: int, world: int) -> None:
+    """The flight recorder holds every op with its group, global ranks, sequence numbers, sizes and state."""
+    from torch_backend.distributed import dump_flight_recorder
+
+    t = torch.ones(8, device=DEVICE)
+    dist.all_reduce(t)
+    gathered = torch.empty(8 * world, device=DEVICE)
+    dist.all_gather_into_tensor(gathered, t)
+    peer = (rank + 1) % world, (rank - 1) % world
+    dist.batch_isend_irecv([dist.P2POp(dist.isend, t, peer[0]), dist.P2POp(dist.irecv, torch.empty_like(t), peer[1])])
+    pair = dist.new_group([1, 2])
+    if rank in (1, 2):
+        dist.all_reduce(t, group=pair)
+    dev.synchronize()
+    time.sleep(0.5)  # the watchdog polls every 100 ms: every op is seen finished by then
+    trace = pickle.loads(dump_flight_recorder(include_stack_traces=False))
+    configs = {c["desc"]: c["ranks"] for c in trace["pg_config"].values()}
+    assert configs["default_pg"] == str(list(range(world))), trace["pg_config"]
+    if rank in (1, 2):
+        assert "[1, 2]" in configs.values(), trace["pg_config"]
+    entries = trace["entries"]
+    names = [e["profiling_name"].split(":", 1)[1] for e in entries]
+    expected = ["all_reduce", "_all_gather_base", f"send {rank}->{peer[0]}", f"recv {rank}<-{peer[1]}"]
+    expected += ["all_reduce"] if rank in (1, 2) else []
+    assert names == expected, names
+    default = [e for e in entries if e["process_group"][1] == "default_pg"]
+    assert [(e["collective_seq_id"], e["p2p_seq_id"]) for e in default] == [(1, 0), (2, 0), (2, 1), (2, 2)], default
+    assert default[1]["input_sizes"] == [[8]] and default[1]["output_sizes"] == [[8 * world]], default[1]
+    assert default[0]["input_dtypes"] == ["Float"] and default[0]["is_p2p"] is False, default[0]
+    assert all(e["state"] == "completed" and e["retired"] for e in entries), entries
 
 
 SCENARIOS = {name.removeprefix("scenario_"): f for name, f in globals().items() if name.startswith("scenario_")}

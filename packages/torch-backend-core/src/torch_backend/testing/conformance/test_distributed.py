@@ -8,6 +8,9 @@ subprocesses (distributed_worker.py), bounded in time.
 from __future__ import annotations
 
 import os
+import pickle
+import subprocess
+import sys
 from datetime import timedelta
 from pathlib import Path
 
@@ -15,7 +18,7 @@ import pytest
 import torch
 import torch.distributed as dist
 
-from torch_backend._compat import split_group_serves_other_devices
+from torch_backend._compat import flight_recorder_analyser_knows, split_group_serves_other_devices
 from torch_backend.distributed import native_backend_name
 from torch_backend.testing import run_ranks as start_ranks
 from torch_backend.testing.conformance._support import DEVICE, needs_stream_sleep
@@ -97,6 +100,40 @@ def test_stalled_peer_fails_every_read_of_the_survivors_output(scenario: str):
     for seconds, line in survivor_errors(results):
         assert op in line and "timed out" in line and "rank 0 of 2" in line, line
         assert timeout_s <= seconds <= timeout_s + 30, line
+
+
+@needs_native
+def test_flight_recorder_names_the_rank_that_never_arrived(tmp_path: Path):
+    # Rank 1 of 4 skips the seventh all_reduce; every rank dumps its flight recorder, and PyTorch's
+    # analyser, reading the dumps, names rank 1 as the one missing from that collective.
+    timeout_s, prefix = 4, "trace_rank_"
+    env = {**ON_NATIVE, "DIST_TEST_TIMEOUT_S": str(timeout_s), "TORCH_FR_DUMP_TEMP_FILE": str(tmp_path / prefix)}
+    results = run_ranks("flight_recorder", 4, env=env, limit_s=180)
+    assert_all_ok(results)
+    for rank, (_, out) in enumerate(results):
+        dumped = next(line for line in out.splitlines() if line.startswith("DUMPED_AFTER"))
+        assert float(dumped.split()[1].rstrip("s")) <= timeout_s + 30, out
+        if rank != 1:
+            failed = next(line for line in out.splitlines() if line.startswith("FAILED"))
+            assert "all_reduce #7" in failed, failed
+    library = pickle.loads((tmp_path / f"{prefix}0").read_bytes())["entries"][-1]["profiling_name"].split(":")[0]
+    if not flight_recorder_analyser_knows(library):
+        pytest.skip(f"this torch's flight-recorder analyser does not read {library}'s ops (the dumps were written)")
+    analysis = subprocess.run(
+        [sys.executable, "-m", "torch.distributed.flight_recorder.fr_trace", str(tmp_path), "-p", prefix],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    report = analysis.stdout + analysis.stderr
+    assert analysis.returncode == 0, report
+    assert "Not all ranks joining collective, sequence number: 7" in report, report
+    assert "missing ranks: {1}" in report, report
+
+
+@needs_native
+def test_flight_recorder_holds_every_op_with_its_group():
+    assert_all_ok(run_ranks("recorded", 3, env=ON_NATIVE))
 
 
 @needs_native
