@@ -139,6 +139,14 @@ c10d::Backend& NativeBackend::cpu(const char* op) {
   return *cpu_backend_;
 }
 
+c10::intrusive_ptr<c10d::Work> NativeBackend::on_cpu(Work work) {
+  std::lock_guard<std::recursive_mutex> lock(mutex_);
+  if (coalescing_) {
+    coalesced_on_cpu_.push_back(work);
+  }
+  return work;
+}
+
 void NativeBackend::eagerConnectSingleDevice(at::Device device) {
   std::lock_guard<std::recursive_mutex> lock(mutex_);
   communicator(device);
@@ -184,6 +192,9 @@ c10::intrusive_ptr<c10d::Work> NativeBackend::endCoalescing() {
   coalescing_ = false;
   std::vector<c10::intrusive_ptr<NativeWork>> works = std::move(coalesced_);
   coalesced_.clear();
+  std::vector<Work> all(works.begin(), works.end());
+  all.insert(all.end(), coalesced_on_cpu_.begin(), coalesced_on_cpu_.end());
+  coalesced_on_cpu_.clear();
   if (grouped_) {
     grouped_ = false;
     const Status status = library_.group_end();
@@ -201,8 +212,7 @@ c10::intrusive_ptr<c10d::Work> NativeBackend::endCoalescing() {
       work->state()->record_end();
     }
   }
-  return c10::make_intrusive<CoalescedWork>(
-      std::vector<c10::intrusive_ptr<c10d::Work>>(works.begin(), works.end()));
+  return c10::make_intrusive<CoalescedWork>(std::move(all));
 }
 
 c10::intrusive_ptr<c10d::Work> NativeBackend::launch(

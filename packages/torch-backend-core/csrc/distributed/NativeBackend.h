@@ -146,6 +146,9 @@ class NativeBackend : public c10d::Backend {
                        const Tensors& recvs);
   std::shared_ptr<Communicator> communicator(c10::Device device);
   c10d::Backend& cpu(const char* op);
+  // A CPU tensor's work from Gloo; inside a coalescing window it joins the
+  // window's work, which batch_isend_irecv and _coalescing_manager wait for.
+  Work on_cpu(Work work);
   Watchdog& watchdog();
 
   c10::intrusive_ptr<c10d::Store> store_;
@@ -177,6 +180,7 @@ class NativeBackend : public c10d::Backend {
   bool coalescing_ = false;
   bool grouped_ = false;  // the library collects the calls (group_start)
   std::vector<c10::intrusive_ptr<NativeWork>> coalesced_;
+  std::vector<Work> coalesced_on_cpu_;
   std::vector<std::pair<c10::Stream, std::vector<std::function<void()>>>>
       after_group_;
   const std::chrono::milliseconds timeout_;

@@ -75,7 +75,7 @@ c10::intrusive_ptr<c10d::Work> NativeBackend::broadcast(
     Tensors& tensors, const c10d::BroadcastOptions& opts) {
   TORCH_CHECK_VALUE(tensors.size() == 1, "broadcast: one tensor per call");
   if (tensors[0].is_cpu()) {
-    return cpu("broadcast").broadcast(tensors, opts);
+    return on_cpu(cpu("broadcast").broadcast(tensors, opts));
   }
   const int root = static_cast<int>(opts.rootRank);
   return launch(c10d::OpType::BROADCAST, "broadcast", tensors, tensors,
@@ -92,7 +92,7 @@ c10::intrusive_ptr<c10d::Work> NativeBackend::allreduce(
     Tensors& tensors, const c10d::AllreduceOptions& opts) {
   TORCH_CHECK_VALUE(tensors.size() == 1, "allreduce: one tensor per call");
   if (tensors[0].is_cpu()) {
-    return cpu("allreduce").allreduce(tensors, opts);
+    return on_cpu(cpu("allreduce").allreduce(tensors, opts));
   }
   return launch(c10d::OpType::ALLREDUCE, "all_reduce", tensors, tensors,
                 [&](const Call& call) {
@@ -105,7 +105,8 @@ c10::intrusive_ptr<c10d::Work> NativeBackend::allreduce_coalesced(
     Tensors& tensors, const c10d::AllreduceCoalescedOptions& opts) {
   TORCH_CHECK_VALUE(!tensors.empty(), "allreduce_coalesced: no tensors");
   if (tensors[0].is_cpu()) {
-    return cpu("allreduce_coalesced").allreduce_coalesced(tensors, opts);
+    return on_cpu(
+        cpu("allreduce_coalesced").allreduce_coalesced(tensors, opts));
   }
   return launch(c10d::OpType::ALLREDUCE_COALESCED, "all_reduce_coalesced",
                 tensors, tensors, [&](const Call& call) {
@@ -120,7 +121,7 @@ c10::intrusive_ptr<c10d::Work> NativeBackend::reduce(
     Tensors& tensors, const c10d::ReduceOptions& opts) {
   TORCH_CHECK_VALUE(tensors.size() == 1, "reduce: one tensor per call");
   if (tensors[0].is_cpu()) {
-    return cpu("reduce").reduce(tensors, opts);
+    return on_cpu(cpu("reduce").reduce(tensors, opts));
   }
   const int root = static_cast<int>(opts.rootRank);
   return launch(
@@ -132,7 +133,8 @@ c10::intrusive_ptr<c10d::Work> NativeBackend::reduce(
 c10::intrusive_ptr<c10d::Work> NativeBackend::_allgather_base(
     at::Tensor& output, at::Tensor& input, const c10d::AllgatherOptions& opts) {
   if (input.is_cpu()) {
-    return cpu("all_gather_into_tensor")._allgather_base(output, input, opts);
+    return on_cpu(
+        cpu("all_gather_into_tensor")._allgather_base(output, input, opts));
   }
   TORCH_CHECK_VALUE(output.numel() == input.numel() * getSize(),
                     "all_gather_into_tensor: the output must have world_size "
@@ -155,7 +157,7 @@ c10::intrusive_ptr<c10d::Work> NativeBackend::allgather(
   TORCH_CHECK_VALUE(inputs.size() == 1 && outputs.size() == 1,
                     "all_gather: one tensor list per call");
   if (inputs[0].is_cpu()) {
-    return cpu("all_gather").allgather(outputs, inputs, opts);
+    return on_cpu(cpu("all_gather").allgather(outputs, inputs, opts));
   }
   TORCH_CHECK_VALUE(static_cast<int>(outputs[0].size()) == getSize(),
                     "all_gather: the output list must have world_size tensors");
@@ -185,8 +187,8 @@ c10::intrusive_ptr<c10d::Work> NativeBackend::allgather_into_tensor_coalesced(
                     "all_gather_into_tensor_coalesced: as many outputs as "
                     "inputs");
   if (inputs[0].is_cpu()) {
-    return cpu("all_gather_into_tensor_coalesced")
-        .allgather_into_tensor_coalesced(outputs, inputs, opts);
+    return on_cpu(cpu("all_gather_into_tensor_coalesced")
+                      .allgather_into_tensor_coalesced(outputs, inputs, opts));
   }
   return launch(c10d::OpType::COALESCED, "all_gather_into_tensor_coalesced",
                 inputs, outputs, [&](const Call& call) {
@@ -205,8 +207,8 @@ c10::intrusive_ptr<c10d::Work> NativeBackend::_reduce_scatter_base(
     at::Tensor& output, at::Tensor& input,
     const c10d::ReduceScatterOptions& opts) {
   if (input.is_cpu()) {
-    return cpu("reduce_scatter_tensor")
-        ._reduce_scatter_base(output, input, opts);
+    return on_cpu(
+        cpu("reduce_scatter_tensor")._reduce_scatter_base(output, input, opts));
   }
   TORCH_CHECK_VALUE(input.numel() == output.numel() * getSize(),
                     "reduce_scatter_tensor: the input must have world_size "
@@ -240,7 +242,7 @@ c10::intrusive_ptr<c10d::Work> NativeBackend::reduce_scatter(
   TORCH_CHECK_VALUE(outputs.size() == 1 && inputs.size() == 1,
                     "reduce_scatter: one tensor list per call");
   if (outputs[0].is_cpu()) {
-    return cpu("reduce_scatter").reduce_scatter(outputs, inputs, opts);
+    return on_cpu(cpu("reduce_scatter").reduce_scatter(outputs, inputs, opts));
   }
   TORCH_CHECK_VALUE(static_cast<int>(inputs[0].size()) == getSize(),
                     "reduce_scatter: the input list must have world_size "
@@ -270,8 +272,9 @@ c10::intrusive_ptr<c10d::Work> NativeBackend::alltoall_base(
     at::Tensor& output, at::Tensor& input, std::vector<int64_t>& output_splits,
     std::vector<int64_t>& input_splits, const c10d::AllToAllOptions& opts) {
   if (input.is_cpu()) {
-    return cpu("all_to_all_single")
-        .alltoall_base(output, input, output_splits, input_splits, opts);
+    return on_cpu(
+        cpu("all_to_all_single")
+            .alltoall_base(output, input, output_splits, input_splits, opts));
   }
   const int size = getSize();
   auto rows = [size](const at::Tensor& tensor, std::vector<int64_t> splits,
@@ -320,7 +323,7 @@ c10::intrusive_ptr<c10d::Work> NativeBackend::alltoall(
                         outputs.size() == inputs.size(),
                     "all_to_all: world_size input and output tensors");
   if (inputs[0].is_cpu()) {
-    return cpu("all_to_all").alltoall(outputs, inputs, opts);
+    return on_cpu(cpu("all_to_all").alltoall(outputs, inputs, opts));
   }
   return launch(c10d::OpType::ALLTOALL, "all_to_all", inputs, outputs,
                 [&](const Call& call) { exchange(call, call.in, call.out); });
@@ -330,7 +333,7 @@ c10::intrusive_ptr<c10d::Work> NativeBackend::gather(
     TensorLists& outputs, Tensors& inputs, const c10d::GatherOptions& opts) {
   TORCH_CHECK_VALUE(inputs.size() == 1, "gather: one input tensor per call");
   if (inputs[0].is_cpu()) {
-    return cpu("gather").gather(outputs, inputs, opts);
+    return on_cpu(cpu("gather").gather(outputs, inputs, opts));
   }
   const int root = static_cast<int>(opts.rootRank);
   const bool is_root = getRank() == root;
@@ -353,7 +356,7 @@ c10::intrusive_ptr<c10d::Work> NativeBackend::scatter(
     Tensors& outputs, TensorLists& inputs, const c10d::ScatterOptions& opts) {
   TORCH_CHECK_VALUE(outputs.size() == 1, "scatter: one output tensor per call");
   if (outputs[0].is_cpu()) {
-    return cpu("scatter").scatter(outputs, inputs, opts);
+    return on_cpu(cpu("scatter").scatter(outputs, inputs, opts));
   }
   const int root = static_cast<int>(opts.rootRank);
   const bool is_root = getRank() == root;
@@ -376,7 +379,7 @@ c10::intrusive_ptr<c10d::Work> NativeBackend::send(Tensors& tensors,
                                                    int dst_rank, int tag) {
   TORCH_CHECK_VALUE(tensors.size() == 1, "send: one tensor per call");
   if (tensors[0].is_cpu()) {
-    return cpu("send").send(tensors, dst_rank, tag);
+    return on_cpu(cpu("send").send(tensors, dst_rank, tag));
   }
   return launch(
       c10d::OpType::SEND, "send", tensors, {},
@@ -394,7 +397,7 @@ c10::intrusive_ptr<c10d::Work> NativeBackend::recv(Tensors& tensors,
                                                    int src_rank, int tag) {
   TORCH_CHECK_VALUE(tensors.size() == 1, "recv: one tensor per call");
   if (tensors[0].is_cpu()) {
-    return cpu("recv").recv(tensors, src_rank, tag);
+    return on_cpu(cpu("recv").recv(tensors, src_rank, tag));
   }
   return launch(
       c10d::OpType::RECV, "recv", {}, tensors,

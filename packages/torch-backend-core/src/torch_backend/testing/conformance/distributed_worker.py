@@ -467,6 +467,21 @@ def scenario_ddp_profiled(rank: int, world: int) -> None:
     assert found[0]["dtype"] == "Float" and found[0]["Group size"] == world, found[0]
 
 
+def scenario_cpu_batched_p2p(rank: int, world: int) -> None:
+    """batch_isend_irecv of CPU tensors in a group whose device backend also serves the CPU (through
+    Gloo): waiting for the batch's work waits for Gloo's transfers, so the received tensor holds the
+    peer's data (pipeline schedules exchange activations and gradients this way)."""
+    peer = (rank + 1) % world, (rank - 1) % world
+    for step in range(5):
+        sent = torch.full((1 << 20,), float(rank * 100 + step))
+        received = torch.zeros(1 << 20)
+        ops = [dist.P2POp(dist.isend, sent, peer[0]), dist.P2POp(dist.irecv, received, peer[1])]
+        for work in dist.batch_isend_irecv(ops):
+            work.wait()
+        expected = torch.full((1 << 20,), float(peer[1] * 100 + step))
+        torch.testing.assert_close(received, expected, msg=lambda m, step=step: f"step {step}: {m}")
+
+
 def scenario_flight_recorder(rank: int, world: int) -> None:
     """Rank 1 never issues the seventh all_reduce: it stays in host code past the group's timeout. The
     others' seventh all_reduce fails, and every rank writes its flight-recorder dump (rank 1 told through

@@ -103,6 +103,11 @@ def test_stalled_peer_fails_every_read_of_the_survivors_output(scenario: str):
 
 
 @needs_native
+def test_batched_cpu_point_to_point_waits_for_gloo():
+    assert_all_ok(run_ranks("cpu_batched_p2p", 2, env=ON_NATIVE))
+
+
+@needs_native
 def test_flight_recorder_names_the_rank_that_never_arrived(tmp_path: Path):
     # Rank 1 of 4 skips the seventh all_reduce; every rank dumps its flight recorder, and PyTorch's
     # analyser, reading the dumps, names rank 1 as the one missing from that collective.
