@@ -2,6 +2,11 @@
 
 #include <torch/csrc/distributed/c10d/Utils.hpp>
 
+#include <condition_variable>
+#include <cstdio>
+#include <mutex>
+#include <string>
+
 #include "FlightRecorder.h"
 
 namespace torch_backend::distributed {
@@ -9,86 +14,120 @@ namespace {
 
 // The store key a failing rank sets; its value names the rank.
 const std::string kDumpRequestKey = "flight_recorder_dump_request";
+// How long stop() lets a dump under way finish (a dump takes milliseconds
+// unless it waits for the GIL).
+constexpr std::chrono::seconds kStopWait(2);
 
 }  // namespace
 
+// What the listener's thread uses: shared, so that it outlives a FailureDumps
+// that stopped without waiting for it.
+struct FailureDumps::Listener {
+  Listener(c10::intrusive_ptr<c10d::Store> store, int global_rank)
+      : store(std::move(store)),
+        global_rank(global_rank),
+        check_interval(
+            c10d::getCvarInt({"TORCH_NCCL_COORD_CHECK_MILSEC"}, 1000)) {}
+
+  // Whether another rank asked for dumps; false for good once the store is
+  // gone (with the rank that served it: nothing more to hear).
+  bool peer_asked() {
+    if (!store_usable) {
+      return false;
+    }
+    try {
+      return store->check({kDumpRequestKey});
+    } catch (const std::exception&) {
+      store_usable = false;
+      return false;
+    }
+  }
+
+  const c10::intrusive_ptr<c10d::Store> store;
+  const int global_rank;
+  const std::chrono::milliseconds check_interval;
+  std::mutex mutex;
+  std::condition_variable wake;
+  bool stopping = false;
+  bool asked_here = false;  // this rank's group failed
+  bool dumped = false;
+  bool exited = false;
+  bool store_usable = true;  // the thread's own
+};
+
 FailureDumps::FailureDumps(c10::intrusive_ptr<c10d::Store> store,
                            int global_rank)
-    : store_(std::move(store)),
-      global_rank_(global_rank),
-      check_interval_(
-          c10d::getCvarInt({"TORCH_NCCL_COORD_CHECK_MILSEC"}, 1000)),
-      thread_([this] { listen(); }) {}
+    : listener_(std::make_shared<Listener>(std::move(store), global_rank)),
+      thread_([listener = listener_] { listen(listener); }) {}
 
 FailureDumps::~FailureDumps() { stop(); }
 
 void FailureDumps::stop() {
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    stopping_ = true;
+  if (!thread_.joinable()) {
+    return;
   }
-  wake_.notify_all();
-  if (thread_.joinable() && thread_.get_id() != std::this_thread::get_id()) {
+  std::unique_lock<std::mutex> lock(listener_->mutex);
+  listener_->stopping = true;
+  listener_->wake.notify_all();
+  const bool exited = listener_->wake.wait_for(
+      lock, kStopWait, [this] { return listener_->exited; });
+  lock.unlock();
+  if (exited) {
     thread_.join();
+  } else {
+    thread_.detach();
   }
 }
 
 void FailureDumps::dump_and_tell_peers(std::chrono::milliseconds wait) {
+  Listener& listener = *listener_;
   {
-    std::lock_guard<std::mutex> lock(mutex_);
-    if (asked_here_ || dumped_) {
+    std::lock_guard<std::mutex> lock(listener.mutex);
+    if (listener.asked_here || listener.dumped || listener.stopping) {
       return;
     }
-    asked_here_ = true;
+    listener.asked_here = true;
   }
-  wake_.notify_all();
+  listener.wake.notify_all();
   try {
-    store_->set(kDumpRequestKey, std::to_string(global_rank_));
+    listener.store->set(kDumpRequestKey, std::to_string(listener.global_rank));
   } catch (const std::exception& e) {
     // The store may be gone with the rank that served it: dump anyway.
     std::fprintf(stderr,
                  "torch_backend: rank %d could not ask its peers for "
                  "flight-recorder dumps: %s\n",
-                 global_rank_, e.what());
+                 listener.global_rank, e.what());
   }
-  std::unique_lock<std::mutex> lock(mutex_);
-  wake_.wait_for(lock, wait, [this] { return dumped_ || stopping_; });
+  std::unique_lock<std::mutex> lock(listener.mutex);
+  listener.wake.wait_for(lock, wait,
+                         [&] { return listener.dumped || listener.stopping; });
 }
 
-bool FailureDumps::peer_asked() {
-  if (!store_usable_) {
-    return false;
-  }
-  try {
-    return store_->check({kDumpRequestKey});
-  } catch (const std::exception&) {
-    store_usable_ = false;  // gone with the rank that served it
-    return false;
-  }
-}
-
-void FailureDumps::listen() {
-  std::unique_lock<std::mutex> lock(mutex_);
-  while (!stopping_ && !dumped_) {
-    wake_.wait_for(lock, check_interval_,
-                   [this] { return stopping_ || asked_here_; });
-    if (stopping_) {
+void FailureDumps::listen(const std::shared_ptr<Listener>& listener) {
+  std::unique_lock<std::mutex> lock(listener->mutex);
+  while (!listener->stopping && !listener->dumped) {
+    listener->wake.wait_for(lock, listener->check_interval, [&] {
+      return listener->stopping || listener->asked_here;
+    });
+    if (listener->stopping) {
       break;
     }
-    bool dump = asked_here_;
+    bool dump = listener->asked_here;
     if (!dump) {
       lock.unlock();
-      dump = peer_asked();
+      dump = listener->peer_asked();
       lock.lock();
     }
-    if (dump && !stopping_) {
+    if (dump && !listener->stopping) {
       lock.unlock();
-      write_flight_recorder(global_rank_);
+      write_flight_recorder(listener->global_rank);
       lock.lock();
-      dumped_ = true;
-      wake_.notify_all();
+      listener->dumped = true;
+      listener->wake.notify_all();
     }
   }
+  listener->exited = true;
+  listener->wake.notify_all();
 }
 
 }  // namespace torch_backend::distributed

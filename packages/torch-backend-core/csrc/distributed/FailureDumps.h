@@ -8,15 +8,14 @@
 //
 // Dumps run on the listener's thread: a dump symbolises Python stacks, which
 // needs the GIL, and the thread that holds it may be waiting for the very
-// failure the watchdog is about to report. The watchdog waits for its dump a
-// bounded time, then goes on.
+// failure the watchdog is about to report. So nothing waits for a dump
+// without a bound: the watchdog goes on after a while, and stop() leaves a
+// listener still dumping to finish on its own.
 #pragma once
 #include <torch/csrc/distributed/c10d/Store.hpp>
 
 #include <chrono>
-#include <condition_variable>
-#include <mutex>
-#include <string>
+#include <memory>
 #include <thread>
 
 namespace torch_backend::distributed {
@@ -33,22 +32,15 @@ class FailureDumps {
   // The group failed here: dumps (once) and asks the other ranks to dump.
   // Returns when the dump is written, or after `wait` at most.
   void dump_and_tell_peers(std::chrono::milliseconds wait);
-  // Stops listening (and joins the thread); a dump under way finishes first.
+  // Stops listening. A dump under way gets a moment to finish; after that
+  // the listener is left to finish it alone (it owns what it uses).
   void stop();
 
  private:
-  void listen();
-  bool peer_asked();
+  struct Listener;
+  static void listen(const std::shared_ptr<Listener>& listener);
 
-  const c10::intrusive_ptr<c10d::Store> store_;
-  const int global_rank_;
-  const std::chrono::milliseconds check_interval_;
-  std::mutex mutex_;
-  std::condition_variable wake_;
-  bool stopping_ = false;
-  bool asked_here_ = false;  // this rank's group failed
-  bool dumped_ = false;
-  bool store_usable_ = true;  // the listener's own
+  std::shared_ptr<Listener> listener_;
   std::thread thread_;
 };
 

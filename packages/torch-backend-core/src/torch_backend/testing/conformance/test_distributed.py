@@ -75,10 +75,17 @@ def test_dead_peer_fails_native_survivors_at_once():
         assert "process exited" in line and seconds < 10, line
 
 
+# The failing rank's watchdog waits for its flight-recorder dump before it fails the collectives, and a
+# process's first dump with Python stacks takes seconds (PyTorch imports torch._dynamo to symbolise them):
+# the tests of the timeout's precision turn dumps off (the flight-recorder test times them).
+NO_DUMPS = {"TORCH_FR_DUMP_ON_TIMEOUT": "0"}
+
+
 @needs_native
 def test_stalled_peer_fails_native_survivors_within_the_timeout():
     timeout_s = 4
-    results = run_ranks("stall", 2, env={**ON_NATIVE, "DIST_TEST_TIMEOUT_S": str(timeout_s)}, limit_s=120)
+    env = {**ON_NATIVE, **NO_DUMPS, "DIST_TEST_TIMEOUT_S": str(timeout_s)}
+    results = run_ranks("stall", 2, env=env, limit_s=120)
     for seconds, line in survivor_errors(results):
         assert "timed out" in line and "past the group's timeout of 4000 ms" in line, line
         assert timeout_s <= seconds <= timeout_s + 2, line
@@ -95,7 +102,7 @@ def test_dead_peer_fails_every_read_of_the_survivors_output():
 @pytest.mark.parametrize("scenario", ["stale_stall", "stale_stall_p2p"])
 def test_stalled_peer_fails_every_read_of_the_survivors_output(scenario: str):
     timeout_s = 4
-    results = run_ranks(scenario, 2, env={**ON_NATIVE, "DIST_TEST_TIMEOUT_S": str(timeout_s)}, limit_s=120)
+    results = run_ranks(scenario, 2, env={**ON_NATIVE, **NO_DUMPS, "DIST_TEST_TIMEOUT_S": str(timeout_s)}, limit_s=120)
     op = "recv" if scenario.endswith("p2p") else "all_reduce"
     for seconds, line in survivor_errors(results):
         assert op in line and "timed out" in line and "rank 0 of 2" in line, line
@@ -121,6 +128,8 @@ def test_flight_recorder_names_the_rank_that_never_arrived(tmp_path: Path):
         if rank != 1:
             failed = next(line for line in out.splitlines() if line.startswith("FAILED"))
             assert "all_reduce #7" in failed, failed
+            # After the timeout and this rank's dump (bounded by TORCH_FR_WAIT_TIMEOUT_DUMP_MILSEC, 15 s).
+            assert float(failed.split("after ")[1].split("s:")[0]) <= timeout_s + 15 + 2, failed
     library = pickle.loads((tmp_path / f"{prefix}0").read_bytes())["entries"][-1]["profiling_name"].split(":")[0]
     if not flight_recorder_analyser_knows(library):
         pytest.skip(f"this torch's flight-recorder analyser does not read {library}'s ops (the dumps were written)")
