@@ -147,7 +147,13 @@ PYBIND11_MODULE(_distributed, m) {
   // and need the GIL (a deadlock in destroy_process_group otherwise).
   py::class_<NativeBackend, c10d::Backend, c10::intrusive_ptr<NativeBackend>>(
       m, "NativeBackend", py::release_gil_before_calling_cpp_dtor())
-      .def_property_readonly("options", &NativeBackend::getBackendOptions);
+      .def_property_readonly("options", &NativeBackend::getBackendOptions)
+      // torch 2.11's new_group calls this on the ranks a new group leaves out
+      // when the default group is bound to a device: NCCL's ncclCommSplit
+      // needs every rank of the parent. A native group's communicators come
+      // from fresh ids made by its members alone: nothing to do.
+      .def("perform_nocolor_split",
+           [](NativeBackend& /*self*/, const py::object& /*device*/) {});
   m.def("make_native_backend", &torch_backend::distributed::make_native_backend,
         py::arg("store"), py::arg("rank"), py::arg("size"),
         py::arg("global_ranks"), py::arg("make_gloo"), py::arg("name"),
