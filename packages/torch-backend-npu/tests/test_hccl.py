@@ -39,8 +39,13 @@ all_reduce_until_failure(torch.ones(4, device=device))  # exits 3 at an error
 
 def run_ranks(world: int, failing_rank_env: dict[str, str]) -> list[tuple[int, str]]:
     """The ranks' (exit status, output); the last rank's environment gains ``failing_rank_env``."""
+    # Flight-recorder dumps off on every rank: a process's first dump takes seconds, and the tests time failures.
     return start_ranks(
-        ["-c", WORKER], world, rank_env=lambda rank: failing_rank_env if rank == world - 1 else {}, label="HCCL ranks"
+        ["-c", WORKER],
+        world,
+        env={"TORCH_FR_DUMP_ON_TIMEOUT": "0"},
+        rank_env=lambda rank: failing_rank_env if rank == world - 1 else {},
+        label="HCCL ranks",
     )
 
 

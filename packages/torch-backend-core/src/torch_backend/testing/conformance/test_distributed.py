@@ -68,17 +68,17 @@ def test_native_backend_splits_groups():
     assert_all_ok(run_ranks("split", 3, env=ON_NATIVE))
 
 
-@needs_native
-def test_dead_peer_fails_native_survivors_at_once():
-    env = {**ON_NATIVE, "DIST_TEST_TIMEOUT_S": "30"}
-    for seconds, line in survivor_errors(run_ranks("die", 3, env=env, limit_s=120)):
-        assert "process exited" in line and seconds < 10, line
-
-
 # The failing rank's watchdog waits for its flight-recorder dump before it fails the collectives, and a
 # process's first dump with Python stacks takes seconds (PyTorch imports torch._dynamo to symbolise them):
-# the tests of the timeout's precision turn dumps off (the flight-recorder test times them).
+# the tests that time a failure turn dumps off (the flight-recorder test times them).
 NO_DUMPS = {"TORCH_FR_DUMP_ON_TIMEOUT": "0"}
+
+
+@needs_native
+def test_dead_peer_fails_native_survivors_at_once():
+    env = {**ON_NATIVE, **NO_DUMPS, "DIST_TEST_TIMEOUT_S": "30"}
+    for seconds, line in survivor_errors(run_ranks("die", 3, env=env, limit_s=120)):
+        assert "process exited" in line and seconds < 10, line
 
 
 @needs_native
