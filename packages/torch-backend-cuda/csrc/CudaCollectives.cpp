@@ -8,6 +8,7 @@
 
 #include <cstring>
 #include <string>
+#include <utility>
 
 #include <torch_backend/DeviceCollectives.h>
 
@@ -29,35 +30,21 @@ static_assert(sizeof(ncclUniqueId) <= sizeof(CollectiveId::bytes),
 // as bytes.
 constexpr Status kNoSuchType = ncclInvalidArgument;
 
+// NCCL's element type of each dtype core sends (Bool moves as bytes).
+constexpr std::pair<DType, ncclDataType_t> kNcclTypes[] = {
+    {DType::Bool, ncclUint8},        {DType::UInt8, ncclUint8},
+    {DType::Int8, ncclInt8},         {DType::Int32, ncclInt32},
+    {DType::Int64, ncclInt64},       {DType::Float16, ncclFloat16},
+    {DType::BFloat16, ncclBfloat16}, {DType::Float32, ncclFloat32},
+    {DType::Float64, ncclFloat64}};
+
+// false for Int16, which NCCL lacks.
 bool nccl_type(DType dtype, ncclDataType_t* type) {
-  switch (dtype) {
-    case DType::Bool:
-    case DType::UInt8:
-      *type = ncclUint8;
+  for (const auto& [ours, nccl] : kNcclTypes) {
+    if (ours == dtype) {
+      *type = nccl;
       return true;
-    case DType::Int8:
-      *type = ncclInt8;
-      return true;
-    case DType::Int32:
-      *type = ncclInt32;
-      return true;
-    case DType::Int64:
-      *type = ncclInt64;
-      return true;
-    case DType::Float16:
-      *type = ncclFloat16;
-      return true;
-    case DType::BFloat16:
-      *type = ncclBfloat16;
-      return true;
-    case DType::Float32:
-      *type = ncclFloat32;
-      return true;
-    case DType::Float64:
-      *type = ncclFloat64;
-      return true;
-    case DType::Int16:
-      return false;
+    }
   }
   return false;
 }

@@ -199,31 +199,35 @@ class FakeCollectives final : public torch_backend::DeviceCollectives {
 
   Status send(const void* buffer, std::size_t count, DType dtype, int peer,
               CommHandle handle, StreamHandle stream) override {
-    const std::size_t bytes = count * element_size(dtype);
-    if (peer < 0) {
-      return kInvalidArgument;
-    }
-    return enqueue(
-        handle, stream,
-        [=](Comm& comm) {
-          return send_chunks(comm, static_cast<const char*>(buffer), bytes,
-                             peer);
-        },
-        peer, true);
+    const auto* bytes = static_cast<const char*>(buffer);
+    return point_to_point(count, dtype, peer, handle, stream, true,
+                          [=](Comm& comm, std::size_t size) {
+                            return send_chunks(comm, bytes, size, peer);
+                          });
   }
 
   Status recv(void* buffer, std::size_t count, DType dtype, int peer,
               CommHandle handle, StreamHandle stream) override {
-    const std::size_t bytes = count * element_size(dtype);
+    auto* bytes = static_cast<char*>(buffer);
+    return point_to_point(count, dtype, peer, handle, stream, false,
+                          [=](Comm& comm, std::size_t size) {
+                            return recv_chunks(comm, bytes, size, peer);
+                          });
+  }
+
+  // A send (or receive) of `count` elements with `peer`: `transfer` moves
+  // their bytes over the group's shared memory once the stream reaches it.
+  template <typename Transfer>
+  Status point_to_point(std::size_t count, DType dtype, int peer,
+                        CommHandle handle, StreamHandle stream, bool sending,
+                        Transfer transfer) {
     if (peer < 0) {
       return kInvalidArgument;
     }
+    const std::size_t size = count * element_size(dtype);
     return enqueue(
-        handle, stream,
-        [=](Comm& comm) {
-          return recv_chunks(comm, static_cast<char*>(buffer), bytes, peer);
-        },
-        peer, false);
+        handle, stream, [=](Comm& comm) { return transfer(comm, size); }, peer,
+        sending);
   }
 
   Status group_start() override {

@@ -10,35 +10,7 @@
 
 #include <utility>
 
-#include <ATen/ops/_log_softmax.h>
-#include <ATen/ops/_log_softmax_backward_data.h>
-#include <ATen/ops/_softmax.h>
-#include <ATen/ops/_softmax_backward_data.h>
 #include <ATen/ops/add.h>
-#include <ATen/ops/addmm.h>
-#include <ATen/ops/amax.h>
-#include <ATen/ops/amin.h>
-#include <ATen/ops/baddbmm.h>
-#include <ATen/ops/empty.h>
-#include <ATen/ops/empty_strided.h>
-#include <ATen/ops/from_blob.h>
-#include <ATen/ops/gather.h>
-#include <ATen/ops/index_add.h>
-#include <ATen/ops/index_select.h>
-#include <ATen/ops/max.h>
-#include <ATen/ops/mean.h>
-#include <ATen/ops/min.h>
-#include <ATen/ops/mm.h>
-#include <ATen/ops/native_batch_norm.h>
-#include <ATen/ops/native_batch_norm_backward.h>
-#include <ATen/ops/native_layer_norm.h>
-#include <ATen/ops/native_layer_norm_backward.h>
-#include <ATen/ops/nll_loss_backward.h>
-#include <ATen/ops/nll_loss_forward.h>
-#include <ATen/ops/scatter_add.h>
-#include <ATen/ops/sum.h>
-#include <ATen/ops/var_mean.h>
-#include <ATen/ops/zeros_like.h>
 #include <c10/util/BFloat16.h>
 #include <c10/util/Half.h>
 

@@ -54,12 +54,9 @@ namespace {
 using fake::Compute;
 using fake::host_tensor;
 using fake::visit_dtype;
-using torch_backend::DType;
-using torch_backend::ElementwiseCall;
 using torch_backend::KernelContext;
 using torch_backend::kNotSupported;
 using torch_backend::kSuccess;
-using torch_backend::ScalarValue;
 using torch_backend::Status;
 using torch_backend::TensorView;
 

@@ -59,24 +59,16 @@ HcclDataType hccl_type(DType dtype) {
 // Bool as Max or Min, which int8 computes alike; float64 and uint8 are
 // declined and core says so.
 bool hccl_reduction_type(DType dtype, ReduceOp op, HcclDataType* out) {
-  switch (dtype) {
-    case DType::Bool:
-      *out = HCCL_DATA_TYPE_INT8;
-      return op == ReduceOp::Max || op == ReduceOp::Min;
-    case DType::Int16:
-    case DType::BFloat16:
-      *out = hccl_type(dtype);
-      return op != ReduceOp::Product;
-    case DType::Int8:
-    case DType::Int32:
-    case DType::Int64:
-    case DType::Float16:
-    case DType::Float32:
-      *out = hccl_type(dtype);
-      return true;
-    default:
-      return false;
+  if (dtype == DType::Bool) {
+    *out = HCCL_DATA_TYPE_INT8;
+    return op == ReduceOp::Max || op == ReduceOp::Min;
   }
+  *out = hccl_type(dtype);
+  if (dtype == DType::UInt8 || dtype == DType::Float64) {
+    return false;
+  }
+  const bool has_product = dtype != DType::Int16 && dtype != DType::BFloat16;
+  return has_product || op != ReduceOp::Product;
 }
 
 // false: HCCL has no such operation (Avg).

@@ -64,7 +64,23 @@ using namespace npu;  // Aclnn.h: the descriptors, ACLNN, core's kernel types
 
 // ---- element-wise ----------------------------------------------------------
 
-#define NPU_ELEMENTWISE(name) \
+// Every kernel NPU_ELEMENTWISE defines, by the op name core knows it by:
+// defining a kernel lists it, so none is left out of the registration.
+std::vector<std::pair<const char*, torch_backend::ElementwiseKernel>>&
+listed_kernels() {
+  static std::vector<std::pair<const char*, torch_backend::ElementwiseKernel>>
+      kernels;
+  return kernels;
+}
+struct Listed {
+  Listed(const char* name, torch_backend::ElementwiseKernel kernel) {
+    listed_kernels().emplace_back(name, kernel);
+  }
+};
+
+#define NPU_ELEMENTWISE(name)                                         \
+  Status name(const KernelContext& ctx, const ElementwiseCall& call); \
+  const Listed listed_##name(#name, &name);                           \
   Status name(const KernelContext& ctx, const ElementwiseCall& call)
 
 // aclnn's tensor forms read memory: a host scalar operand (`x * 2`) goes
@@ -242,50 +258,7 @@ NPU_ELEMENTWISE(fill) {
 }  // namespace
 
 void register_npu_elementwise(torch_backend::KernelRegistry& kernels) {
-  const std::pair<const char*, torch_backend::ElementwiseKernel> elementwise[] =
-      {{"add", &add},
-       {"sub", &sub},
-       {"mul", &mul},
-       {"div", &div},
-       {"maximum", &maximum},
-       {"minimum", &minimum},
-       {"eq", &eq},
-       {"ne", &ne},
-       {"lt", &lt},
-       {"le", &le},
-       {"gt", &gt},
-       {"ge", &ge},
-       {"where", &where},
-       {"exp", &exp},
-       {"log", &log},
-       {"sqrt", &sqrt},
-       {"rsqrt", &rsqrt},
-       {"neg", &neg},
-       {"tanh", &tanh},
-       {"sigmoid", &sigmoid},
-       {"reciprocal", &reciprocal},
-       {"pow", &pow},
-       {"pow_scalar", &pow_scalar},
-       {"sin", &sin},
-       {"cos", &cos},
-       {"silu", &silu},
-       {"erf", &erf},
-       {"silu_backward", &silu_backward},
-       {"sigmoid_backward", &sigmoid_backward},
-       {"arange", &arange},
-       {"lerp", &lerp},
-       {"lerp_scalar", &lerp_scalar},
-       {"masked_fill", &masked_fill},
-       {"relu", &relu},
-       {"gelu", &gelu},
-       {"threshold_backward", &threshold_backward},
-       {"tanh_backward", &tanh_backward},
-       {"gelu_backward", &gelu_backward},
-       {"addcmul", &addcmul},
-       {"addcdiv", &addcdiv},
-       {"fill", &fill},
-       {"copy", &copy}};
-  for (const auto& [name, kernel] : elementwise) {
+  for (const auto& [name, kernel] : listed_kernels()) {
     kernels.elementwise(name, kernel);
   }
 }

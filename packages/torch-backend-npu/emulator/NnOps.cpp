@@ -300,6 +300,34 @@ EMULATOR_OP aclnnStatus aclnnLayerNormGetWorkspaceSize(
 }
 EMULATOR_LAUNCH(aclnnLayerNorm)
 
+// ---- normalisation backward: what layer and batch norm share -------------
+namespace {
+
+// aclnn's outputMask (which of the three gradients to compute), or
+// `otherwise` where the caller passed none.
+std::array<bool, 3> output_mask(const aclBoolArray* given,
+                                std::array<bool, 3> otherwise) {
+  if (given != nullptr && given->values.size() == 3) {
+    return {given->values[0], given->values[1], given->values[2]};
+  }
+  return otherwise;
+}
+
+// The gradients the mask asked for, copied into the outputs the caller passed.
+void copy_gradients(
+    const std::array<bool, 3>& mask, const std::array<at::Tensor, 3>& outputs,
+    const std::tuple<at::Tensor, at::Tensor, at::Tensor>& grads) {
+  const std::array<at::Tensor, 3> computed = {
+      std::get<0>(grads), std::get<1>(grads), std::get<2>(grads)};
+  for (std::size_t i = 0; i < 3; ++i) {
+    if (mask[i] && outputs[i].defined()) {
+      outputs[i].copy_(computed[i]);
+    }
+  }
+}
+
+}  // namespace
+
 EMULATOR_OP aclnnStatus aclnnLayerNormBackwardGetWorkspaceSize(
     const aclTensor* gradOut, const aclTensor* input,
     const aclIntArray* normalizedShape, const aclTensor* mean,
@@ -314,11 +342,7 @@ EMULATOR_OP aclnnStatus aclnnLayerNormBackwardGetWorkspaceSize(
        gx = plan.tensor(gradInputOut), gw = plan.tensor(gradWeightOut),
        gb = plan.tensor(gradBiasOut);
   auto shape = plan.ints(normalizedShape);
-  std::array<bool, 3> mask = {true, true, true};
-  if (outputMask != nullptr && outputMask->values.size() == 3) {
-    mask = {outputMask->values[0], outputMask->values[1],
-            outputMask->values[2]};
-  }
+  const std::array<bool, 3> mask = output_mask(outputMask, {true, true, true});
   return plan.finish(workspaceSize, executor, kScratch, [=]() mutable {
     // ATen's kernel takes mean and rstd with the normalised dims kept as 1s.
     std::vector<int64_t> stats_shape(
@@ -328,18 +352,10 @@ EMULATOR_OP aclnnStatus aclnnLayerNormBackwardGetWorkspaceSize(
     // ATen's kernel shapes grad_bias after bias, which aclnn does not need.
     const at::Tensor bias =
         b.defined() || !mask[2] ? b : at::empty(gb.sizes(), gb.options());
-    auto [dx, dw, db] =
+    copy_gradients(
+        mask, {gx, gw, gb},
         at::native_layer_norm_backward(g, x, shape, m.reshape(stats_shape),
-                                       r.reshape(stats_shape), w, bias, mask);
-    if (mask[0] && gx.defined()) {
-      gx.copy_(dx);
-    }
-    if (mask[1] && gw.defined()) {
-      gw.copy_(dw);
-    }
-    if (mask[2] && gb.defined()) {
-      gb.copy_(db);
-    }
+                                       r.reshape(stats_shape), w, bias, mask));
   });
 }
 EMULATOR_LAUNCH(aclnnLayerNormBackward)
@@ -382,23 +398,12 @@ EMULATOR_OP aclnnStatus aclnnBatchNormBackwardGetWorkspaceSize(
        rv = plan.tensor(runningVar), sm = plan.tensor(saveMean),
        si = plan.tensor(saveInvstd), gx = plan.tensor(gradInput),
        gw = plan.tensor(gradWeight), gb = plan.tensor(gradBias);
-  std::array<bool, 3> mask = {gx.defined(), gw.defined(), gb.defined()};
-  if (outputMask != nullptr && outputMask->values.size() == 3) {
-    mask = {outputMask->values[0], outputMask->values[1],
-            outputMask->values[2]};
-  }
+  const std::array<bool, 3> mask =
+      output_mask(outputMask, {gx.defined(), gw.defined(), gb.defined()});
   return plan.finish(workspaceSize, executor, kScratch, [=]() mutable {
-    auto [dx, dw, db] = at::native_batch_norm_backward(g, x, w, rm, rv, sm, si,
-                                                       training, eps, mask);
-    if (mask[0] && gx.defined()) {
-      gx.copy_(dx);
-    }
-    if (mask[1] && gw.defined()) {
-      gw.copy_(dw);
-    }
-    if (mask[2] && gb.defined()) {
-      gb.copy_(db);
-    }
+    copy_gradients(mask, {gx, gw, gb},
+                   at::native_batch_norm_backward(g, x, w, rm, rv, sm, si,
+                                                  training, eps, mask));
   });
 }
 EMULATOR_LAUNCH(aclnnBatchNormBackward)

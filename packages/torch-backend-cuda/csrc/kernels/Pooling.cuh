@@ -73,21 +73,50 @@ GPU_HD void covering(std::int64_t y, std::int64_t pad, std::int64_t extent,
   *last = min_of((y + pad) / stride + 1, outputs);
 }
 
+// What a forward kernel reads and writes: one thread per element of `out`.
+template <typename T>
+struct PoolForward {
+  Plane4 out, in;
+  T* out_data;
+  const T* in_data;
+
+  explicit PoolForward(const PoolCall& call)
+      : out(call.out),
+        in(call.input),
+        out_data(data_of<T>(call.out)),
+        in_data(data_of<const T>(call.input)) {}
+};
+
+// What a backward kernel reads and writes: one thread per element of
+// `grad_in`, gathering from the outputs whose windows cover it.
+template <typename T>
+struct PoolBackward {
+  Plane4 grad_in, grad_out;
+  T* grad_in_data;
+  const T* grad_out_data;
+
+  explicit PoolBackward(const PoolBackwardCall& call)
+      : grad_in(call.grad_input),
+        grad_out(call.grad_out),
+        grad_in_data(data_of<T>(call.grad_input)),
+        grad_out_data(data_of<const T>(call.grad_out)) {}
+};
+
 // ---- max pooling --------------------------------------------------------
 
 template <typename T>
 struct MaxPoolFn {
-  Plane4 out, indices, in;
-  Pool2dParams p;
-  T* out_data;
+  PoolForward<T> io;
+  Plane4 indices;
   std::int64_t* index_data;
-  const T* in_data;
+  Pool2dParams p;
 
   GPU_HD void operator()(std::int64_t i) const {
     using C = Compute<T>;
     std::int64_t at[4];
-    out.position(i, at);
-    const std::int64_t n = at[0], c = at[1], H = in.sizes[2], W = in.sizes[3];
+    io.out.position(i, at);
+    const std::int64_t n = at[0], c = at[1], H = io.in.sizes[2],
+                       W = io.in.sizes[3];
     std::int64_t y0 = at[2] * p.stride[0] - p.padding[0];
     std::int64_t x0 = at[3] * p.stride[1] - p.padding[1];
     while (y0 < 0) {  // the first row and column inside the input
@@ -108,46 +137,45 @@ struct MaxPoolFn {
     std::int64_t best_index = y0 * W + x0;
     for (std::int64_t y = y0; y < y_end; y += p.dilation[0]) {
       for (std::int64_t x = x0; x < x_end; x += p.dilation[1]) {
-        const C value = load(in_data[in.element(n, c, y, x)]);
+        const C value = load(io.in_data[io.in.element(n, c, y, x)]);
         if (value > best || is_nan(value)) {
           best = value;
           best_index = y * W + x;
         }
       }
     }
-    out_data[out.element(n, c, at[2], at[3])] = store<T>(best);
+    io.out_data[io.out.element(n, c, at[2], at[3])] = store<T>(best);
     index_data[indices.element(n, c, at[2], at[3])] = best_index;
   }
 };
 
 template <typename T>
 struct MaxPoolBackwardFn {
-  Plane4 grad_in, grad_out, indices;
-  Pool2dParams p;
-  T* grad_in_data;
-  const T* grad_out_data;
+  PoolBackward<T> io;
+  Plane4 indices;
   const std::int64_t* index_data;
+  Pool2dParams p;
 
   GPU_HD void operator()(std::int64_t i) const {
     using C = Compute<T>;
     std::int64_t at[4];
-    grad_in.position(i, at);
+    io.grad_in.position(i, at);
     const std::int64_t n = at[0], c = at[1], y = at[2], x = at[3];
-    const std::int64_t here = y * grad_in.sizes[3] + x;
+    const std::int64_t here = y * io.grad_in.sizes[3] + x;
     std::int64_t oy0, oy1, ox0, ox1;
     covering(y, p.padding[0], (p.kernel[0] - 1) * p.dilation[0] + 1,
-             p.stride[0], grad_out.sizes[2], &oy0, &oy1);
+             p.stride[0], io.grad_out.sizes[2], &oy0, &oy1);
     covering(x, p.padding[1], (p.kernel[1] - 1) * p.dilation[1] + 1,
-             p.stride[1], grad_out.sizes[3], &ox0, &ox1);
+             p.stride[1], io.grad_out.sizes[3], &ox0, &ox1);
     C total = 0;
     for (std::int64_t oy = oy0; oy < oy1; ++oy) {
       for (std::int64_t ox = ox0; ox < ox1; ++ox) {
         if (index_data[indices.element(n, c, oy, ox)] == here) {
-          total += load(grad_out_data[grad_out.element(n, c, oy, ox)]);
+          total += load(io.grad_out_data[io.grad_out.element(n, c, oy, ox)]);
         }
       }
     }
-    grad_in_data[grad_in.element(n, c, y, x)] = store<T>(total);
+    io.grad_in_data[io.grad_in.element(n, c, y, x)] = store<T>(total);
   }
 };
 
@@ -178,57 +206,55 @@ struct AverageWindow {
 
 template <typename T>
 struct AvgPoolFn {
-  Plane4 out, in;
+  PoolForward<T> io;
   Pool2dParams p;
-  T* out_data;
-  const T* in_data;
 
   GPU_HD void operator()(std::int64_t i) const {
     using C = Compute<T>;
     std::int64_t at[4];
-    out.position(i, at);
-    const AverageWindow window(p, at[2], at[3], in.sizes[2], in.sizes[3]);
+    io.out.position(i, at);
+    const AverageWindow window(p, at[2], at[3], io.in.sizes[2], io.in.sizes[3]);
     C total = 0;
     for (std::int64_t y = window.y0; y < window.y1; ++y) {
       for (std::int64_t x = window.x0; x < window.x1; ++x) {
-        total += load(in_data[in.element(at[0], at[1], y, x)]);
+        total += load(io.in_data[io.in.element(at[0], at[1], y, x)]);
       }
     }
-    out_data[out.element(at[0], at[1], at[2], at[3])] = store<T>(
+    io.out_data[io.out.element(at[0], at[1], at[2], at[3])] = store<T>(
         window.empty() ? C(0) : total / static_cast<C>(window.divisor));
   }
 };
 
 template <typename T>
 struct AvgPoolBackwardFn {
-  Plane4 grad_in, grad_out;
+  PoolBackward<T> io;
   Pool2dParams p;
-  T* grad_in_data;
-  const T* grad_out_data;
 
   GPU_HD void operator()(std::int64_t i) const {
     using C = Compute<T>;
     std::int64_t at[4];
-    grad_in.position(i, at);
-    const std::int64_t y = at[2], x = at[3], H = grad_in.sizes[2],
-                       W = grad_in.sizes[3];
+    io.grad_in.position(i, at);
+    const std::int64_t y = at[2], x = at[3], H = io.grad_in.sizes[2],
+                       W = io.grad_in.sizes[3];
     std::int64_t oy0, oy1, ox0, ox1;
-    covering(y, p.padding[0], p.kernel[0], p.stride[0], grad_out.sizes[2], &oy0,
-             &oy1);
-    covering(x, p.padding[1], p.kernel[1], p.stride[1], grad_out.sizes[3], &ox0,
-             &ox1);
+    covering(y, p.padding[0], p.kernel[0], p.stride[0], io.grad_out.sizes[2],
+             &oy0, &oy1);
+    covering(x, p.padding[1], p.kernel[1], p.stride[1], io.grad_out.sizes[3],
+             &ox0, &ox1);
     C total = 0;
     for (std::int64_t oy = oy0; oy < oy1; ++oy) {
       for (std::int64_t ox = ox0; ox < ox1; ++ox) {
         const AverageWindow window(p, oy, ox, H, W);
         if (y >= window.y0 && y < window.y1 && x >= window.x0 &&
             x < window.x1) {
-          total += load(grad_out_data[grad_out.element(at[0], at[1], oy, ox)]) /
-                   static_cast<C>(window.divisor);
+          total +=
+              load(
+                  io.grad_out_data[io.grad_out.element(at[0], at[1], oy, ox)]) /
+              static_cast<C>(window.divisor);
         }
       }
     }
-    grad_in_data[grad_in.element(at[0], at[1], y, x)] = store<T>(total);
+    io.grad_in_data[io.grad_in.element(at[0], at[1], y, x)] = store<T>(total);
   }
 };
 
@@ -247,16 +273,14 @@ GPU_HD std::int64_t adaptive_end(std::int64_t o, std::int64_t inputs,
 
 template <typename T>
 struct AdaptiveAvgPoolFn {
-  Plane4 out, in;
-  T* out_data;
-  const T* in_data;
+  PoolForward<T> io;
 
   GPU_HD void operator()(std::int64_t i) const {
     using C = Compute<T>;
     std::int64_t at[4];
-    out.position(i, at);
-    const std::int64_t H = in.sizes[2], W = in.sizes[3], OH = out.sizes[2],
-                       OW = out.sizes[3];
+    io.out.position(i, at);
+    const std::int64_t H = io.in.sizes[2], W = io.in.sizes[3],
+                       OH = io.out.sizes[2], OW = io.out.sizes[3];
     const std::int64_t y0 = adaptive_start(at[2], H, OH),
                        y1 = adaptive_end(at[2], H, OH);
     const std::int64_t x0 = adaptive_start(at[3], W, OW),
@@ -264,27 +288,25 @@ struct AdaptiveAvgPoolFn {
     C total = 0;
     for (std::int64_t y = y0; y < y1; ++y) {
       for (std::int64_t x = x0; x < x1; ++x) {
-        total += load(in_data[in.element(at[0], at[1], y, x)]);
+        total += load(io.in_data[io.in.element(at[0], at[1], y, x)]);
       }
     }
-    out_data[out.element(at[0], at[1], at[2], at[3])] =
+    io.out_data[io.out.element(at[0], at[1], at[2], at[3])] =
         store<T>(total / static_cast<C>((y1 - y0) * (x1 - x0)));
   }
 };
 
 template <typename T>
 struct AdaptiveAvgPoolBackwardFn {
-  Plane4 grad_in, grad_out;
-  T* grad_in_data;
-  const T* grad_out_data;
+  PoolBackward<T> io;
 
   GPU_HD void operator()(std::int64_t i) const {
     using C = Compute<T>;
     std::int64_t at[4];
-    grad_in.position(i, at);
-    const std::int64_t y = at[2], x = at[3], H = grad_in.sizes[2],
-                       W = grad_in.sizes[3], OH = grad_out.sizes[2],
-                       OW = grad_out.sizes[3];
+    io.grad_in.position(i, at);
+    const std::int64_t y = at[2], x = at[3], H = io.grad_in.sizes[2],
+                       W = io.grad_in.sizes[3], OH = io.grad_out.sizes[2],
+                       OW = io.grad_out.sizes[3];
     // The outputs whose windows can hold y (and x), checked one by one.
     const std::int64_t oy0 = adaptive_start(y, OH, H),
                        oy1 = min_of(adaptive_end(y, OH, H) + 1, OH);
@@ -301,12 +323,14 @@ struct AdaptiveAvgPoolBackwardFn {
         const std::int64_t x0 = adaptive_start(ox, W, OW),
                            x1 = adaptive_end(ox, W, OW);
         if (x >= x0 && x < x1) {
-          total += load(grad_out_data[grad_out.element(at[0], at[1], oy, ox)]) /
-                   static_cast<C>((y1 - y0) * (x1 - x0));
+          total +=
+              load(
+                  io.grad_out_data[io.grad_out.element(at[0], at[1], oy, ox)]) /
+              static_cast<C>((y1 - y0) * (x1 - x0));
         }
       }
     }
-    grad_in_data[grad_in.element(at[0], at[1], y, x)] = store<T>(total);
+    io.grad_in_data[io.grad_in.element(at[0], at[1], y, x)] = store<T>(total);
   }
 };
 
@@ -315,50 +339,34 @@ struct AdaptiveAvgPoolBackwardFn {
 template <typename T>
 struct PoolJob {
   static Status max(const KernelContext& ctx, const PoolCall& call) {
-    const MaxPoolFn<T> fn{Plane4(call.out),
-                          Plane4(call.indices),
-                          Plane4(call.input),
-                          call.params,
-                          data_of<T>(call.out),
-                          data_of<std::int64_t>(call.indices),
-                          data_of<const T>(call.input)};
-    return launch_each(ctx, fn.out.count(), fn);
+    const MaxPoolFn<T> fn{PoolForward<T>(call), Plane4(call.indices),
+                          data_of<std::int64_t>(call.indices), call.params};
+    return launch_each(ctx, fn.io.out.count(), fn);
   }
   static Status max_backward(const KernelContext& ctx,
                              const PoolBackwardCall& call) {
-    const MaxPoolBackwardFn<T> fn{Plane4(call.grad_input),
-                                  Plane4(call.grad_out),
-                                  Plane4(call.indices),
-                                  call.params,
-                                  data_of<T>(call.grad_input),
-                                  data_of<const T>(call.grad_out),
-                                  data_of<const std::int64_t>(call.indices)};
-    return launch_each(ctx, fn.grad_in.count(), fn);
+    const MaxPoolBackwardFn<T> fn{PoolBackward<T>(call), Plane4(call.indices),
+                                  data_of<const std::int64_t>(call.indices),
+                                  call.params};
+    return launch_each(ctx, fn.io.grad_in.count(), fn);
   }
   static Status avg(const KernelContext& ctx, const PoolCall& call) {
-    const AvgPoolFn<T> fn{Plane4(call.out), Plane4(call.input), call.params,
-                          data_of<T>(call.out), data_of<const T>(call.input)};
-    return launch_each(ctx, fn.out.count(), fn);
+    const AvgPoolFn<T> fn{PoolForward<T>(call), call.params};
+    return launch_each(ctx, fn.io.out.count(), fn);
   }
   static Status avg_backward(const KernelContext& ctx,
                              const PoolBackwardCall& call) {
-    const AvgPoolBackwardFn<T> fn{
-        Plane4(call.grad_input), Plane4(call.grad_out), call.params,
-        data_of<T>(call.grad_input), data_of<const T>(call.grad_out)};
-    return launch_each(ctx, fn.grad_in.count(), fn);
+    const AvgPoolBackwardFn<T> fn{PoolBackward<T>(call), call.params};
+    return launch_each(ctx, fn.io.grad_in.count(), fn);
   }
   static Status adaptive(const KernelContext& ctx, const PoolCall& call) {
-    const AdaptiveAvgPoolFn<T> fn{Plane4(call.out), Plane4(call.input),
-                                  data_of<T>(call.out),
-                                  data_of<const T>(call.input)};
-    return launch_each(ctx, fn.out.count(), fn);
+    const AdaptiveAvgPoolFn<T> fn{PoolForward<T>(call)};
+    return launch_each(ctx, fn.io.out.count(), fn);
   }
   static Status adaptive_backward(const KernelContext& ctx,
                                   const PoolBackwardCall& call) {
-    const AdaptiveAvgPoolBackwardFn<T> fn{
-        Plane4(call.grad_input), Plane4(call.grad_out),
-        data_of<T>(call.grad_input), data_of<const T>(call.grad_out)};
-    return launch_each(ctx, fn.grad_in.count(), fn);
+    const AdaptiveAvgPoolBackwardFn<T> fn{PoolBackward<T>(call)};
+    return launch_each(ctx, fn.io.grad_in.count(), fn);
   }
 };
 

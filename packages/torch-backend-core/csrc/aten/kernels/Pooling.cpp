@@ -74,12 +74,36 @@ Pool2dParams avg_params(IntArrayRef kernel_size, IntArrayRef stride,
   return params;
 }
 
-bool ran_forward(const char* name, const PoolCall& call, const Tensor& input) {
+// Kernel `name` writing `out` (and `indices`, max pooling's) from `input`, in
+// the input's layout; false where the kernel declined.
+bool ran_forward(const char* name, const Tensor& out, const Tensor& input,
+                 const Pool2dParams& params, const Tensor* indices = nullptr) {
+  PoolCall call;
+  KeptTensors kept;
+  call.out = view_of(out);
+  if (indices != nullptr) {
+    call.indices = view_of(*indices);
+  }
+  call.input = kept.view(input.contiguous(input.suggest_memory_format()));
+  call.params = params;
   return kernel_ran(pool_kernel(name)(kernel_context(input.device()), call));
 }
 
-bool ran_backward(const char* name, const PoolBackwardCall& call,
-                  const Tensor& input) {
+// Its backward kernel writing `grad_input` from `grad_out`, the forward's
+// input (and its `indices`), in the input's layout; false where it declined.
+bool ran_backward(const char* name, const Tensor& grad_input,
+                  const Tensor& grad_out, const Tensor& input,
+                  const Pool2dParams& params, const Tensor* indices = nullptr) {
+  const at::MemoryFormat layout = input.suggest_memory_format();
+  PoolBackwardCall call;
+  KeptTensors kept;
+  call.grad_input = view_of(grad_input);
+  call.grad_out = kept.view(grad_out.contiguous(layout));
+  call.input = kept.view(input.contiguous(layout));
+  if (indices != nullptr) {
+    call.indices = kept.view(indices->contiguous(layout));
+  }
+  call.params = params;
   return kernel_ran(
       pool_backward_kernel(name)(kernel_context(input.device()), call));
 }
@@ -97,13 +121,10 @@ std::tuple<Tensor, Tensor> max_pool(const Tensor& input,
     meta.meta(input, kernel_size, stride, padding, dilation, ceil_mode);
     Tensor out = meta.outputs_[0], indices = meta.outputs_[1];
     c10::DeviceGuard guard(input.device());
-    PoolCall call;
-    KeptTensors kept;
-    call.out = view_of(out);
-    call.indices = view_of(indices);
-    call.input = kept.view(input.contiguous(input.suggest_memory_format()));
-    call.params = max_params(kernel_size, stride, padding, dilation, ceil_mode);
-    if (out.numel() == 0 || ran_forward("max_pool2d", call, input)) {
+    const Pool2dParams params =
+        max_params(kernel_size, stride, padding, dilation, ceil_mode);
+    if (out.numel() == 0 ||
+        ran_forward("max_pool2d", out, input, params, &indices)) {
       return {out, indices};
     }
   }
@@ -123,15 +144,10 @@ Tensor max_pool_backward(const Tensor& grad_out, const Tensor& input,
               ceil_mode, indices);
     Tensor grad_input = meta.outputs_[0];
     c10::DeviceGuard guard(input.device());
-    const at::MemoryFormat layout = input.suggest_memory_format();
-    PoolBackwardCall call;
-    KeptTensors kept;
-    call.grad_input = view_of(grad_input);
-    call.grad_out = kept.view(grad_out.contiguous(layout));
-    call.input = kept.view(input.contiguous(layout));
-    call.indices = kept.view(indices.contiguous(layout));
-    call.params = max_params(kernel_size, stride, padding, dilation, ceil_mode);
-    if (ran_backward("max_pool2d", call, input)) {
+    const Pool2dParams params =
+        max_params(kernel_size, stride, padding, dilation, ceil_mode);
+    if (ran_backward("max_pool2d", grad_input, grad_out, input, params,
+                     &indices)) {
       return grad_input;
     }
   }
@@ -155,13 +171,10 @@ Tensor avg_pool(const Tensor& input, IntArrayRef kernel_size,
               divisor_override);
     Tensor out = meta.outputs_[0];
     c10::DeviceGuard guard(input.device());
-    PoolCall call;
-    KeptTensors kept;
-    call.out = view_of(out);
-    call.input = kept.view(input.contiguous(input.suggest_memory_format()));
-    call.params = avg_params(kernel_size, stride, padding, ceil_mode,
-                             count_include_pad, divisor_override);
-    if (out.numel() == 0 || ran_forward("avg_pool2d", call, input)) {
+    const Pool2dParams params =
+        avg_params(kernel_size, stride, padding, ceil_mode, count_include_pad,
+                   divisor_override);
+    if (out.numel() == 0 || ran_forward("avg_pool2d", out, input, params)) {
       return out;
     }
   }
@@ -183,15 +196,10 @@ Tensor avg_pool_backward(const Tensor& grad_out, const Tensor& input,
               count_include_pad, divisor_override);
     Tensor grad_input = meta.outputs_[0];
     c10::DeviceGuard guard(input.device());
-    const at::MemoryFormat layout = input.suggest_memory_format();
-    PoolBackwardCall call;
-    KeptTensors kept;
-    call.grad_input = view_of(grad_input);
-    call.grad_out = kept.view(grad_out.contiguous(layout));
-    call.input = kept.view(input.contiguous(layout));
-    call.params = avg_params(kernel_size, stride, padding, ceil_mode,
-                             count_include_pad, divisor_override);
-    if (ran_backward("avg_pool2d", call, input)) {
+    const Pool2dParams params =
+        avg_params(kernel_size, stride, padding, ceil_mode, count_include_pad,
+                   divisor_override);
+    if (ran_backward("avg_pool2d", grad_input, grad_out, input, params)) {
       return grad_input;
     }
   }
@@ -213,11 +221,7 @@ Tensor adaptive_avg_pool(const Tensor& input, IntArrayRef output_size) {
     Tensor out = at::empty(
         {input.size(0), input.size(1), output_size[0], output_size[1]},
         input.options().memory_format(layout));
-    PoolCall call;
-    KeptTensors kept;
-    call.out = view_of(out);
-    call.input = kept.view(input.contiguous(layout));
-    if (ran_forward("adaptive_avg_pool2d", call, input)) {
+    if (ran_forward("adaptive_avg_pool2d", out, input, Pool2dParams{})) {
       return out;
     }
   }
@@ -234,12 +238,8 @@ Tensor adaptive_avg_pool_backward(const Tensor& grad_out, const Tensor& input) {
     const at::MemoryFormat layout = input.suggest_memory_format();
     Tensor grad_input =
         at::empty(input.sizes(), input.options().memory_format(layout));
-    PoolBackwardCall call;
-    KeptTensors kept;
-    call.grad_input = view_of(grad_input);
-    call.grad_out = kept.view(grad_out.contiguous(layout));
-    call.input = kept.view(input.contiguous(layout));
-    if (ran_backward("adaptive_avg_pool2d", call, input)) {
+    if (ran_backward("adaptive_avg_pool2d", grad_input, grad_out, input,
+                     Pool2dParams{})) {
       return grad_input;
     }
   }

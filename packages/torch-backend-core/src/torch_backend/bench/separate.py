@@ -26,6 +26,7 @@ import torch
 from torch import nn
 
 from torch_backend.bench._chart import plot
+from torch_backend.bench._runner import Result
 from torch_backend.bench.cases import _add_small
 from torch_backend.bench.models import resnet18_training, small_cnn
 
@@ -142,20 +143,6 @@ CASES = [
 ]
 
 
-@dataclass(frozen=True)
-class SeparateResult:
-    case: str
-    device_s: float  # per step / op, median over rounds
-    cpu_s: float
-    ratio: float
-    spread: float
-    target: float
-
-    @property
-    def met(self) -> bool:
-        return self.ratio <= self.target
-
-
 def worker(case_name: str, device_name: str, repeats: int) -> float:
     """Best time of ``repeats`` timings of one case, in this process."""
     from torch_backend.bench._runner import _time_once
@@ -251,9 +238,10 @@ def write_results(results: list, path: str) -> Path:
     return out
 
 
-def measure(case: SeparateCase, device_name: str, rounds: int, repeats: int) -> SeparateResult:
+def measure(case: SeparateCase, device_name: str, rounds: int, repeats: int) -> Result:
+    """Device and CPU times per step (medians over rounds) and their ratio, which must stay <= the target."""
     timings = alternate("torch_backend.bench.separate", case.name, device_name, "cpu", rounds, repeats)
-    return SeparateResult(case.name, *timings, case.target)
+    return Result(case.name, *timings, case.target, lower_is_better=True)
 
 
 def main(argv: list[str] | None = None) -> int:
