@@ -79,6 +79,8 @@ WHEEL_PACKAGES = ("torch-backend-core", *BACKENDS.values())
 # Compiler command lines name sources relative to the build folder, so ccache
 # serves a package's second build (editable, wheel, another clone) from the first.
 os.environ.setdefault("CCACHE_BASEDIR", str(ROOT))
+# Core's libraries compiled eight sources to a unit (its CMakeLists.txt): torch's headers parsed once per unit.
+os.environ.setdefault("TORCH_BACKEND_UNITY_BUILD", "1")
 
 
 def system_deps(session: nox.Session) -> None:
@@ -223,6 +225,9 @@ def compat(session: nox.Session, torch: str) -> None:
     # The exact release asked for, whatever cap the machine's pip configuration
     # sets on torch (this one is CI's to choose; the default torch is local).
     session.env["PIP_CONSTRAINT"] = os.devnull
+    # gpu's kernels for one architecture (the GPU machines' sm_90): what this torch changes is the host
+    # side; the wheels session builds and checks the released set (sm_80 and sm_90), which doubles nvcc's work.
+    session.env["CUDAARCHS"] = "90"
     system_deps(session)
     session.install(f"torch=={torch_version}", NUMPY, *CORE_BUILD_TOOLS, *TEST_TOOLS, *TORCHVISION.get(torch, []))
     dist = build_wheels(session, torch_version)

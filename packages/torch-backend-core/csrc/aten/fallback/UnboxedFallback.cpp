@@ -39,7 +39,7 @@ const at::Scalar& host_arg(const at::Scalar& s) { return s; }
 // The op's device (CUDA's one-device rule checked), made current and with
 // its stream's earlier work finished, as host_fallback does.
 template <class... Args>
-c10::Device device_of(const Args&... args) {
+c10::Device checked_device(const Args&... args) {
   DeviceCheck check(false);
   (check.see_argument(args), ...);
   std::optional<c10::Device> device = check.device();
@@ -61,7 +61,7 @@ struct Unboxed<Op, at::Tensor(Args...)> {
   static at::Tensor call(Args... args) {
     refuse_fallback_while_capturing(op_name);
     const FallbackCallCount count(OpPath::ZeroCopyFallback, op_name);
-    const c10::Device device = device_of(args...);
+    const c10::Device device = checked_device(args...);
     c10::DeviceGuard guard(device);
     wait_for_host_access(device);
     RoutedAllocationScope routed_scope;
@@ -83,7 +83,7 @@ struct Unboxed<Op, at::Tensor&(at::Tensor&, Rest...)> {
   static at::Tensor& call(at::Tensor& self, Rest... rest) {
     refuse_fallback_while_capturing(op_name);
     const FallbackCallCount count(OpPath::ZeroCopyFallback, op_name);
-    const c10::Device device = device_of(self, rest...);
+    const c10::Device device = checked_device(self, rest...);
     c10::DeviceGuard guard(device);
     wait_for_host_access(device);
     RoutedAllocationScope routed_scope;

@@ -19,7 +19,7 @@ namespace {
 using at::Tensor;
 using OptionalTensor = std::optional<Tensor>;
 
-std::optional<c10::OperatorHandle> forward_op, backward_op;
+std::optional<c10::OperatorHandle> layer_forward_op, layer_backward_op;
 
 const Tensor& value_or_undefined(const OptionalTensor& tensor) {
   static const Tensor undefined;
@@ -46,11 +46,10 @@ std::vector<int64_t> stat_shape(const Tensor& input, size_t normalized_ndim) {
   return shape;
 }
 
-std::tuple<Tensor, Tensor, Tensor> forward(const Tensor& input,
-                                           at::IntArrayRef normalized_shape,
-                                           const OptionalTensor& weight_opt,
-                                           const OptionalTensor& bias_opt,
-                                           double eps) {
+std::tuple<Tensor, Tensor, Tensor> layer_forward(
+    const Tensor& input, at::IntArrayRef normalized_shape,
+    const OptionalTensor& weight_opt, const OptionalTensor& bias_opt,
+    double eps) {
   const Tensor& weight = value_or_undefined(weight_opt);
   const Tensor& bias = value_or_undefined(bias_opt);
   const auto [rows, cols] = at::native::_check_layer_norm_inputs(
@@ -58,7 +57,7 @@ std::tuple<Tensor, Tensor, Tensor> forward(const Tensor& input,
   if (!supported(input, weight, bias)) {
     torch::jit::Stack stack{input, normalized_shape.vec(), weight_opt, bias_opt,
                             eps};
-    fall_back(*forward_op, stack);
+    fall_back(*layer_forward_op, stack);
     return {stack[0].toTensor(), stack[1].toTensor(), stack[2].toTensor()};
   }
   c10::DeviceGuard guard(input.device());
@@ -85,7 +84,7 @@ std::tuple<Tensor, Tensor, Tensor> forward(const Tensor& input,
   return {out, mean, rstd};
 }
 
-std::tuple<Tensor, Tensor, Tensor> backward(
+std::tuple<Tensor, Tensor, Tensor> layer_backward(
     const Tensor& grad_out, const Tensor& input,
     at::IntArrayRef normalized_shape, const Tensor& mean, const Tensor& rstd,
     const OptionalTensor& weight_opt, const OptionalTensor& bias_opt,
@@ -105,7 +104,7 @@ std::tuple<Tensor, Tensor, Tensor> backward(
         weight_opt,
         bias_opt,
         c10::List<bool>({output_mask[0], output_mask[1], output_mask[2]})};
-    fall_back(*backward_op, stack);
+    fall_back(*layer_backward_op, stack);
     return {stack[0].toTensor(), stack[1].toTensor(), stack[2].toTensor()};
   }
   c10::DeviceGuard guard(input.device());
@@ -300,10 +299,11 @@ std::tuple<Tensor, Tensor, Tensor> batch_backward(
 std::vector<std::string> register_norm_kernels(torch::Library& aten) {
   std::vector<std::string> registered;
   if (layer_norm_kernel() != nullptr) {
-    forward_op = find_op("native_layer_norm");
-    backward_op = find_op("native_layer_norm_backward");
-    register_kernel(aten, "native_layer_norm", TORCH_FN(forward));
-    register_kernel(aten, "native_layer_norm_backward", TORCH_FN(backward));
+    layer_forward_op = find_op("native_layer_norm");
+    layer_backward_op = find_op("native_layer_norm_backward");
+    register_kernel(aten, "native_layer_norm", TORCH_FN(layer_forward));
+    register_kernel(aten, "native_layer_norm_backward",
+                    TORCH_FN(layer_backward));
     registered.insert(registered.end(),
                       {"native_layer_norm", "native_layer_norm_backward"});
   }
