@@ -185,6 +185,10 @@ def _compare_tensor(
         return None
     host_actual = actual.detach().cpu().resolve_conj().resolve_neg()
     host_wanted = wanted.detach().resolve_conj().resolve_neg()
+    # Equal element for element: within any tolerance (most calls; assert_close costs ten times more).
+    same_kind = host_actual.dtype == host_wanted.dtype and host_actual.layout == host_wanted.layout == torch.strided
+    if same_kind and not host_actual.is_quantized and torch.equal(host_actual, host_wanted):
+        return None
     try:
         torch.testing.assert_close(
             host_actual, host_wanted, equal_nan=True, check_device=False, check_dtype=False, **tolerance(wanted.dtype)

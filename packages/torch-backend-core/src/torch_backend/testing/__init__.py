@@ -116,7 +116,8 @@ def run_ranks(
     exit_times: list[float] | None = None,
     label: str = "ranks",
 ) -> list[tuple[int, str]]:
-    """Starts ``world`` ranks, ``python ARGS PORT RANK WORLD`` each, around a TCP store this process serves;
+    """Starts ``world`` ranks, ``python ARGS PORT RANK WORLD`` each, around a TCP store this process serves
+    (forked from a server that has imported torch: ``_forkserver``);
     returns (exit status, output) per rank. ``rank_env(rank)`` adds to one rank's environment;
     ``exit_times`` receives the seconds until each rank (in rank order) had exited. Ranks still running
     after ``limit_s`` fail the test (pytest.fail, naming ``label``), after being killed."""
@@ -125,29 +126,26 @@ def run_ranks(
     import pytest
     import torch.distributed as dist
 
+    from torch_backend.testing._forkserver import start_rank
+
     store = dist.TCPStore("127.0.0.1", 0, world, is_master=True, wait_for_workers=False)
     base_env = os.environ | {"TORCH_BACKEND": device_type()} | (env or {})
-    procs = [
-        subprocess.Popen(
-            [sys.executable, *args, str(store.port), str(rank), str(world)],
-            env=base_env | (rank_env(rank) if rank_env else {}),
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            text=True,
-        )
+    ranks = [
+        start_rank([*args, str(store.port), str(rank), str(world)], base_env | (rank_env(rank) if rank_env else {}))
         for rank in range(world)
     ]
     started = time.monotonic()
     results = []
-    for proc in procs:
+    for rank in ranks:
         try:
-            out, _ = proc.communicate(timeout=max(1.0, started + limit_s - time.monotonic()))
+            code = rank.wait(timeout=max(1.0, started + limit_s - time.monotonic()))
         except subprocess.TimeoutExpired:
-            for other in procs:
+            for other in ranks:
                 other.kill()
-            out, _ = proc.communicate()
-            pytest.fail(f"{label}: ranks still running after {limit_s:.0f} s:\n{out}")
-        results.append((proc.returncode, out))
+            for other in ranks:
+                other.wait(timeout=60)
+            pytest.fail(f"{label}: ranks still running after {limit_s:.0f} s:\n{rank.output()}")
+        results.append((code, rank.output()))
         if exit_times is not None:
             exit_times.append(time.monotonic() - started)
     del store

@@ -29,8 +29,13 @@ BACKEND = os.environ.get("TORCH_BACKEND_TEST_DIST_BACKEND", STAGED)
 all_gather_single, reduce_scatter_single = single_tensor_collectives()
 
 
+#: The test's TCP store, as this rank joined it (stalled ranks and survivors meet there after a failure).
+STORE: dist.Store | None = None
+
+
 def join(port: int, rank: int, world: int, timeout_s: float = 60.0, bind_device: bool = False) -> None:
-    store = dist.TCPStore("127.0.0.1", port, world, is_master=False, timeout=timedelta(seconds=timeout_s))
+    global STORE
+    STORE = store = dist.TCPStore("127.0.0.1", port, world, is_master=False, timeout=timedelta(seconds=timeout_s))
     backend = None if BACKEND == "default" else BACKEND  # "default": none named
     # device_id= binds the group to this rank's device (eager communicators; split_group needs it).
     device_id = torch.device(DEVICE, rank % dev.device_count()) if bind_device else None
@@ -302,6 +307,24 @@ def scenario_errors(rank: int, world: int) -> None:
     check(t, torch.full((4,), float(world)), "all_reduce after a rejected call")
 
 
+def stall_until_survivors_failed(timeout_s: float) -> None:
+    """The stalled last rank: alive with its sockets open, joining nothing, until every other rank has seen
+    its collective fail (or twice the group's timeout and a second, should one never report); exits 17."""
+    assert STORE is not None
+    survivors = [f"survivor_failed/{rank}" for rank in range(dist.get_world_size() - 1)]
+    try:
+        STORE.wait(survivors, timedelta(seconds=2 * timeout_s + 1))
+    except dist.DistStoreError:  # a survivor that never failed: the test says so from its output
+        pass
+    os._exit(17)
+
+
+def report_failed() -> None:
+    """A survivor: its collective has failed, the stalled rank may end."""
+    assert STORE is not None
+    STORE.set(f"survivor_failed/{dist.get_rank()}", "1")
+
+
 def expect_failure(collectives: Callable[[], None], what: str) -> None:
     """A surviving rank: `collectives` must raise. Reports the error and how long it took
     (the SURVIVOR_ERROR line test_distributed.py reads) and exits 3."""
@@ -310,6 +333,7 @@ def expect_failure(collectives: Callable[[], None], what: str) -> None:
         collectives()
     except Exception as e:
         print(f"SURVIVOR_ERROR after {time.monotonic() - start:.1f}s: {type(e).__name__}: {e}", flush=True)
+        report_failed()
         os._exit(3)
     raise AssertionError(f"{what} did not fail")
 
@@ -334,10 +358,8 @@ def scenario_stall(rank: int, world: int) -> None:
     """The last rank stops taking part (alive, sockets open); the others must time out."""
     t = torch.ones(4, device=DEVICE)
     dist.all_reduce(t)
-    timeout_s = float(os.environ["DIST_TEST_TIMEOUT_S"])
     if rank == world - 1:
-        time.sleep(2 * timeout_s + 1)
-        os._exit(17)
+        stall_until_survivors_failed(float(os.environ["DIST_TEST_TIMEOUT_S"]))
 
     def stalled() -> None:
         dist.all_reduce(t)  # staged: raises after the timeout
@@ -383,6 +405,7 @@ def read_failed_output(t: torch.Tensor, what: str, point_to_point: bool = False)
                 print(f"SURVIVOR_ERROR after {time.monotonic() - start:.1f}s: {type(e).__name__}: {e}", flush=True)
             continue
         raise AssertionError(f"{what}: {name} returned {value!r} with no error (input {expected.tolist()})")
+    report_failed()
     sys.exit(3)
 
 
@@ -403,8 +426,7 @@ def stall_then_read(rank: int, world: int, point_to_point: bool) -> None:
     dist.all_reduce(t)
     dev.synchronize()
     if rank == world - 1:
-        time.sleep(2 * float(os.environ["DIST_TEST_TIMEOUT_S"]) + 1)
-        os._exit(17)
+        stall_until_survivors_failed(float(os.environ["DIST_TEST_TIMEOUT_S"]))
     read_failed_output(t, "a collective with a stalled peer", point_to_point)
 
 

@@ -1,0 +1,113 @@
+"""The kit's fork server (torch_backend.testing._forkserver): a forked rank behaves as `python SCRIPT ARGS` would."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sys
+from pathlib import Path
+
+import pytest
+
+from torch_backend.testing import _forkserver
+
+REPORT = """
+import atexit, json, os, sys
+import torch
+atexit.register(lambda: print("atexit ran", flush=True))
+print(json.dumps({"argv": sys.argv, "path0": sys.path[0], "cwd": os.getcwd(), "main": __name__,
+                  "file": globals().get("__file__"), "parent": os.getppid(), "setting": os.environ.get("SETTING"),
+                  "initialised": torch.fake.is_initialized(), "stdin": sys.stdin.read()}))
+x = torch.ones(3, device="fake") * 2
+print("sum", x.sum().item())
+sys.exit(int(sys.argv[-1]))
+"""
+
+
+@pytest.fixture
+def servers(monkeypatch: pytest.MonkeyPatch):
+    """A fresh set of servers for the test, closed after it."""
+    fresh = _forkserver.Servers()
+    monkeypatch.setattr(_forkserver, "_SERVERS", fresh)
+    yield fresh
+    fresh.close()
+
+
+def env(**extra: str) -> dict[str, str]:
+    return os.environ | {"TORCH_BACKEND": "fake"} | extra
+
+
+def report(rank: _forkserver.Rank) -> tuple[int, dict, str]:
+    code = rank.wait(timeout=120)
+    out = rank.output()
+    return code, json.loads(out.splitlines()[0]), out
+
+
+def test_a_forked_script_sees_its_own_arguments_place_and_environment(
+    servers, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    script = tmp_path / "rank.py"
+    script.write_text(REPORT)
+    monkeypatch.chdir(tmp_path)
+    code, seen, out = report(_forkserver.start_rank([str(script), "a", "7"], env(SETTING="one")))
+    assert code == 7, out  # its own exit status
+    assert seen["argv"] == [str(script), "a", "7"] and seen["path0"] == str(tmp_path)
+    assert seen["main"] == "__main__" and seen["file"] == str(script) and seen["cwd"] == str(tmp_path)
+    assert seen["setting"] == "one" and seen["stdin"] == ""
+    assert seen["parent"] != os.getpid()  # forked by the server, not started by this process
+    assert not seen["initialised"]  # the device runtime is the child's to initialise
+    assert "sum 6.0" in out and out.rstrip().endswith("atexit ran")  # the ordinary exit, atexit included
+
+
+def test_code_given_with_dash_c_runs_as_python_dash_c(servers):
+    code, seen, out = report(_forkserver.start_rank(["-c", REPORT, "x", "0"], env()))
+    assert code == 0, out
+    assert seen["argv"] == ["-c", "x", "0"] and seen["path0"] == "" and seen["file"] is None
+
+
+def test_each_environment_has_its_server_and_a_server_serves_many_ranks(servers):
+    parents = {}
+    for setting in ("one", "two", "one"):
+        rank = _forkserver.start_rank(["-c", REPORT, "0"], env(SETTING=setting))
+        code, seen, out = report(rank)
+        assert code == 0 and seen["setting"] == setting, out
+        parents.setdefault(setting, set()).add(seen["parent"])
+    assert len(parents["one"]) == 1 and parents["one"] != parents["two"]
+
+
+def test_failures_keep_their_status_and_output(servers):
+    crash = _forkserver.start_rank(["-c", "raise ValueError('rank broke')"], env())
+    assert crash.wait(timeout=60) == 1
+    assert "ValueError: rank broke" in crash.output()
+    hung = _forkserver.start_rank(["-c", "import time; print('up', flush=True); time.sleep(600)"], env())
+    with pytest.raises(_forkserver.subprocess.TimeoutExpired):
+        hung.wait(timeout=3)
+    hung.kill()
+    assert hung.wait(timeout=60) == -signal.SIGKILL
+    assert "up" in hung.output()
+
+
+def test_a_runtime_initialised_at_import_is_refused_and_ranks_start_fresh(servers, tmp_path: Path):
+    # sitecustomize initialises the device before the server could fork: a child could not use it.
+    (tmp_path / "sitecustomize.py").write_text("import torch\ntorch.fake.init()\n")
+    initialising = env(PYTHONPATH=os.pathsep.join(filter(None, [str(tmp_path), os.environ.get("PYTHONPATH")])))
+    assert servers.for_env(initialising) is None
+    code, seen, out = report(_forkserver.start_rank(["-c", REPORT, "0"], initialising))
+    assert code == 0 and seen["parent"] == os.getpid(), out  # started fresh by this process
+
+
+def test_the_setting_starts_every_rank_fresh(servers, monkeypatch: pytest.MonkeyPatch):
+    monkeypatch.setenv(_forkserver.FORKSERVER_ENV, "0")
+    code, seen, out = report(_forkserver.start_rank(["-c", REPORT, "0"], env()))
+    assert code == 0 and seen["parent"] == os.getpid(), out
+
+
+def test_without_the_server_the_kits_ranks_still_pass(tmp_path: Path):
+    # run_ranks with the server off: the same scenario, fresh interpreters (the fallback is not left untried).
+    import subprocess
+
+    kit = [sys.executable, "-m", "torch_backend.testing", "fake", "-q", "-k", "test_every_operation and 2-auto"]
+    done = subprocess.run(kit, capture_output=True, text=True, env=env(**{_forkserver.FORKSERVER_ENV: "0"}))
+    assert done.returncode == 0, done.stdout[-3000:]
+    assert "1 passed" in done.stdout
