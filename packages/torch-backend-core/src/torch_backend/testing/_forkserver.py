@@ -52,6 +52,11 @@ def _preload() -> str | None:
     """Imports what ranks import first; returns why the server cannot serve, or None."""
     import importlib
 
+    try:  # the server learns of its children's exits through pidfds (Linux 5.3)
+        os.close(os.pidfd_open(os.getpid()))
+    except (AttributeError, OSError) as error:
+        return f"no pidfds here ({error!r})"
+
     for name in PRELOADED:
         importlib.import_module(name)
     from torch_backend import active_backend
@@ -97,8 +102,13 @@ def _serve() -> dict | None:
 
 def _become(request: dict) -> None:
     """In a forked child: take the rank's stdio, place and arguments, and run its script as ``__main__``."""
+    import atexit
+    import gc
     import types
 
+    # The preloaded objects are collectable again when the rank ends, as in a fresh process: at exit Python
+    # frees what it can, and bindings that check for leaks then (nanobind's, in Triton) find none.
+    atexit.register(gc.unfreeze)
     null = os.open(os.devnull, os.O_RDONLY)
     os.dup2(null, 0)
     out = os.open(request["output"], os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
@@ -217,8 +227,11 @@ class Server:
         os.close(fd)
         self._next_id += 1
         request = {"id": self._next_id, "argv": argv, "env": env, "cwd": cwd, "output": output}
-        self._proc.stdin.write(json.dumps(request).encode() + b"\n")
-        self._proc.stdin.flush()
+        try:
+            self._proc.stdin.write(json.dumps(request).encode() + b"\n")
+            self._proc.stdin.flush()
+        except BrokenPipeError:
+            raise RuntimeError(f"the fork server has ended:\n{self._log_text()}") from None
         while True:
             message = self._next(timeout=60.0)
             if message.get("started") == self._next_id:
@@ -304,8 +317,8 @@ if __name__ == "__main__":
     if refusal is not None:
         _reply({"refused": refusal})
         sys.exit(0)
-    # The preloaded objects live as long as any child: freezing them keeps the children's collections, at exit
-    # above all (0.8 s of torch's and Dynamo's objects, every time), from walking them again.
+    # The preloaded objects are long-lived: frozen, the children's collections while they run do not walk
+    # them (each child unfreezes them at exit, _become).
     import gc
 
     gc.freeze()
