@@ -24,6 +24,7 @@ import select
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 #: Set to 0 to start every rank in a fresh interpreter.
@@ -197,8 +198,6 @@ class Server:
 
     def _read(self, timeout: float | None) -> dict | None:
         """The server's next message, None if it ended; raises subprocess.TimeoutExpired on ``timeout``."""
-        import time
-
         assert self._proc.stdout is not None
         fd = self._proc.stdout.fileno()
         deadline = None if timeout is None else time.monotonic() + timeout
@@ -247,8 +246,6 @@ class Server:
         return pid in self._exits
 
     def wait(self, pid: int, timeout: float | None) -> int:
-        import time
-
         deadline = None if timeout is None else time.monotonic() + timeout
         while pid not in self._exits:
             self._next(None if deadline is None else max(0.0, deadline - time.monotonic()))
@@ -274,10 +271,11 @@ class Servers:
 
     def for_env(self, env: dict[str, str]) -> Server | None:
         """A ready server for exactly this environment, or None (it refused: start ranks fresh)."""
-        key = tuple(sorted(item for item in env.items() if item[0] not in NOT_READ_AT_IMPORT))
+        served = {name: value for name, value in env.items() if name not in NOT_READ_AT_IMPORT}
+        key = tuple(sorted(served.items()))
         server = self._servers.pop(key, None)
         if server is None:
-            server = Server({name: value for name, value in env.items() if name not in NOT_READ_AT_IMPORT})
+            server = Server(served)
         self._servers[key] = server  # most recently used last
         while len(self._servers) > self._keep:
             oldest = next(iter(self._servers))
