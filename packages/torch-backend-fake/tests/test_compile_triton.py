@@ -32,6 +32,12 @@ WORKER = Path(__file__).with_name("triton_worker.py")
 MEMORY = {"host": {"TORCH_BACKEND_FAKE_DISCRETE": "0"}, "discrete": {"TORCH_BACKEND_FAKE_DISCRETE": "1"}}
 
 
+# Inductor compiling in the process itself, for tests about what it compiles rather than how: starting
+# its pool of compile workers costs about 4 s a process. The training fixture compiles with the pool,
+# as users' processes do.
+IN_PROCESS = {"TORCHINDUCTOR_COMPILE_THREADS": "1"}
+
+
 def run(*args: str, **env: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, *args], capture_output=True, text=True, timeout=900,
@@ -98,6 +104,7 @@ print(json.dumps({"result": result.item(), "named": named.item(), "triton": "@tr
 def test_cached_kernels_are_never_reused_for_another_code_generator_or_memory(tmp_path: Path) -> None:
     # One Inductor cache, shared by processes that generate different code for fake.
     cache = {"TORCHINDUCTOR_CACHE_DIR": str(tmp_path / "inductor"), "TORCHINDUCTOR_FX_GRAPH_CACHE": "1"}
+    cache |= IN_PROCESS
     kinds = {
         "triton, host memory": ({"TRITON_INTERPRET": "1", **MEMORY["host"]}, True),
         "triton, discrete memory": ({"TRITON_INTERPRET": "1", **MEMORY["discrete"]}, True),
