@@ -26,6 +26,9 @@ get_filename_component(_torch_backend_source_name "${CMAKE_SOURCE_DIR}" NAME)
 if(_torch_backend_source_from_build)  # empty for an in-source build: no relative prefix to map
   set(_torch_backend_macro_map "${_torch_backend_source_from_build}/=${_torch_backend_source_name}/")
   add_compile_options("$<$<COMPILE_LANGUAGE:CXX>:-fmacro-prefix-map=${_torch_backend_macro_map}>")
+  # Without ccache a source included by a unity unit in the build folder reads
+  # ".../build/x/../../csrc/x.cpp" (the compiler keeps the "..").
+  add_compile_options("$<$<COMPILE_LANGUAGE:CXX>:-fmacro-prefix-map=${CMAKE_BINARY_DIR}/${_torch_backend_macro_map}>")
   # ccache (4.7) leaves -fmacro-prefix-map out of its hash: the same text as a
   # definition keys the cached objects on it.
   add_compile_definitions("TORCH_BACKEND_MACRO_PREFIX_MAP=\"${_torch_backend_macro_map}\"")
