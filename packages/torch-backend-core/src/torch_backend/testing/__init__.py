@@ -21,7 +21,9 @@ import json
 import os
 import subprocess
 import sys
-from collections.abc import Callable
+import warnings
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from types import ModuleType
 
@@ -53,6 +55,14 @@ def load_known_failures(*paths: Path | str) -> dict[str, str]:
                 entry = entry["reason"]
             known[op] = entry
     return known
+
+
+@contextmanager
+def quiet() -> Iterator[None]:
+    """Warnings off (deprecated ops, resized out= tensors: OpInfo's samples warn by the thousand), restored after."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        yield
 
 
 def device_type() -> str:

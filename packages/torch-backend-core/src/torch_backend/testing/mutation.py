@@ -19,11 +19,9 @@ from __future__ import annotations
 
 import argparse
 import sys
-import warnings
 from collections import Counter
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 import torch
@@ -40,7 +38,7 @@ from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_flatten, tree_map
 
 from torch_backend._replay import compare_call, host_snapshot, is_device
-from torch_backend.testing import device_type
+from torch_backend.testing import device_type, quiet
 
 
 @dataclass
@@ -255,14 +253,6 @@ def generate(device: str) -> list[tuple[str, Callable[[], object]]]:
 def _all_cases_quietly(device: str) -> list[tuple[str, Callable[[], object]]]:
     with quiet():
         return [*all_cases(device)]
-
-
-@contextmanager
-def quiet() -> Iterator[None]:
-    """Warnings off (deprecated ops, resized out= tensors: the samples warn by the thousand), restored after."""
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        yield
 
 
 def run(cases: Iterator[tuple[str, Callable[[], object]]], device_type: str, trace: bool = False) -> MutationReport:
