@@ -28,10 +28,14 @@ SEED = 1234
 UNINITIALISED = {"empty", "empty_like", "empty_permuted", "empty_strided", "new_empty", "new_empty_strided"}
 
 
-def _to(device: str, value: object) -> object:
-    return tree_map(
-        lambda x: x.detach().to(device).requires_grad_(x.requires_grad) if isinstance(x, torch.Tensor) else x, value
-    )
+def _to(device: str, value: object, float64: bool = False) -> object:
+    """`value`'s tensors as new leaves on `device` (its float32 ones widened to float64 with `float64`)."""
+
+    def move(x: torch.Tensor) -> torch.Tensor:
+        dtype = torch.float64 if float64 and x.dtype == torch.float32 else x.dtype
+        return x.detach().to(device, dtype).requires_grad_(x.requires_grad)
+
+    return tree_map(lambda x: move(x) if isinstance(x, torch.Tensor) else x, value)
 
 
 def _float_outputs(result: object) -> list[torch.Tensor]:
@@ -59,8 +63,8 @@ class BackwardMismatchError(AssertionError):
     """The forward results agree; the gradients differ (or their computation failed)."""
 
 
-def _forward(op: OpInfo, sample: SampleInput, device: str) -> tuple[object, object]:
-    inputs = _to(device, (sample.input, sample.args, sample.kwargs))
+def _forward(op: OpInfo, sample: SampleInput, device: str, float64: bool = False) -> tuple[object, object]:
+    inputs = _to(device, (sample.input, sample.args, sample.kwargs), float64)
     torch.manual_seed(SEED)
     return inputs, op(inputs[0], *inputs[1], **inputs[2])
 
@@ -90,23 +94,25 @@ def check(op: OpInfo, sample: SampleInput, device: str) -> bool:
         meta = lambda v: tree_map(lambda x: (x.shape, x.stride(), x.dtype) if isinstance(x, torch.Tensor) else x, v)  # noqa: E731
         assert meta(actual) == meta(expected), f"{meta(actual)} != {meta(expected)}"
         return False
+    actual_on_cpu, expected_on_cpu = to_cpu(actual), to_cpu(expected)
     try:
-        torch.testing.assert_close(to_cpu(actual), to_cpu(expected), equal_nan=True, check_device=False)
+        torch.testing.assert_close(actual_on_cpu, expected_on_cpu, equal_nan=True, check_device=False)
     except AssertionError:
         if op.name in DEVICE_RNG_OPS and dropout_on_device():
-            _check_device_random(op, sample, device, to_cpu(actual), to_cpu(expected))
-        if not _no_less_accurate(to_cpu(actual), to_cpu(expected), lambda: _float64_reference(op, sample)[1]):
+            _check_device_random(op, sample, device, actual_on_cpu, expected_on_cpu)
+        reference = lambda: _forward(op, sample, "cpu", float64=True)[1]  # noqa: E731
+        if not _no_less_accurate(actual_on_cpu, expected_on_cpu, reference):
             raise
     try:
         expected_grads = _grads(op, cpu_inputs, expected)
         if expected_grads is None:
             return False
-        actual_grads = _grads(op, inputs, actual)
+        actual_grads, expected_grads = to_cpu(_grads(op, inputs, actual)), to_cpu(expected_grads)
         try:
-            torch.testing.assert_close(to_cpu(actual_grads), to_cpu(expected_grads), equal_nan=True, check_device=False)
+            torch.testing.assert_close(actual_grads, expected_grads, equal_nan=True, check_device=False)
         except AssertionError:
-            reference = lambda: _grads(op, *_float64_reference(op, sample))  # noqa: E731
-            if not _no_less_accurate(to_cpu(actual_grads), to_cpu(expected_grads), reference):
+            reference = lambda: _grads(op, *_forward(op, sample, "cpu", float64=True))  # noqa: E731
+            if not _no_less_accurate(actual_grads, expected_grads, reference):
                 raise
     except Exception as exc:
         raise BackwardMismatchError(f"backward: {type(exc).__name__}: {exc}") from exc
@@ -126,16 +132,6 @@ ACCURACY_SLACK = 1e-6
 # CPU's float32 result must agree with float64's this closely (PyTorch's own device-vs-CPU comparison,
 # test_compare_cpu, allows 1e-3) for the float64 result to count as a reference at all.
 REFERENCE_TOLERANCE = 1e-3
-
-
-def _float64_reference(op: OpInfo, sample: SampleInput) -> tuple[object, object]:
-    """The sample's float32 tensors widened to float64, and the op's result on them (CPU, same seed)."""
-    widen = lambda x: x.detach().double().requires_grad_(x.requires_grad) if x.dtype == torch.float32 else x  # noqa: E731
-    inputs = tree_map(
-        lambda x: widen(x) if isinstance(x, torch.Tensor) else x, (sample.input, sample.args, sample.kwargs)
-    )
-    torch.manual_seed(SEED)
-    return inputs, op(inputs[0], *inputs[1], **inputs[2])
 
 
 def _no_less_accurate(actual: object, expected: object, reference: Callable[[], object]) -> bool:
