@@ -5,6 +5,17 @@
 include("${CMAKE_CURRENT_LIST_DIR}/TorchBackendCoreTargets.cmake")
 set(_TORCH_BACKEND_CORE_DIR "${CMAKE_CURRENT_LIST_DIR}")
 
+# Backends name core's headers through a link in their own build folder, not
+# through where core is installed (its source tree when editable, a venv's
+# site-packages from its wheel): a backend built against either is then the
+# same compilation to ccache (CCACHE_BASEDIR), as torch's headers are through
+# torch-root (TorchBackendTorch.cmake).
+get_filename_component(_TORCH_BACKEND_CORE_INCLUDE "${CMAKE_CURRENT_LIST_DIR}/../../../include" ABSOLUTE)
+set(TORCH_BACKEND_CORE_INCLUDE "${CMAKE_BINARY_DIR}/torch-backend-core-include")
+file(CREATE_LINK "${_TORCH_BACKEND_CORE_INCLUDE}" "${TORCH_BACKEND_CORE_INCLUDE}" SYMBOLIC)
+set_target_properties(TorchBackendCore::torch_backend_core PROPERTIES
+  INTERFACE_INCLUDE_DIRECTORIES "${TORCH_BACKEND_CORE_INCLUDE}")
+
 # Builds a backend's device library: its device symbols (SOURCES, torch-free)
 # and optional native kernels (KERNEL_SOURCES, compiled against torch), linked
 # to core and installed as <backend package>/lib/ next to torch_backend/lib/.
