@@ -71,6 +71,8 @@ FAKE_TESTS = PACKAGES / BACKENDS["fake"] / "tests"
 # address it): the paths npu and gpu take (device kernels through core's kernel
 # layer, copy fallback for the rest, staged copies, pinned collectives).
 DISCRETE = {"TORCH_BACKEND_FAKE_DISCRETE": "1", "TORCH_BACKEND_FAKE_KERNELS": "1"}
+# CMake's CUDAARCHS for the compat sessions' gpu builds: the GPU machines' (H100, H200) architecture.
+GPU_MACHINES_ARCH = "90"
 
 nox.options.reuse_venv = "yes"
 
@@ -126,9 +128,9 @@ def build(session: nox.Session) -> None:
     core's GoogleTest suite.
     """
     system_deps(session)
-    # gpu's kernels for the released architectures (its CMakeLists.txt's default), as in the compat and wheels
-    # sessions: they include no torch, so ccache compiles them once for the four builds (nvcc's sm_80 and
-    # sm_90 are five minutes of one core).
+    # gpu's kernels for the released architectures (its CMakeLists.txt's default), as in the wheels session:
+    # they include no torch, so ccache compiles them once for both (nvcc's sm_80 and sm_90 are five minutes
+    # of one core; the compat sessions share an sm_90-only compile).
     session.install(*TORCH, TRITON, *BUILD_TOOLS, *TEST_TOOLS, MODELS)
     # Core first: backends build with the hatch plugin core installs, as they would outside this repo.
     session.install("--no-build-isolation", "-e", str(PACKAGES / "torch-backend-core"))
@@ -228,8 +230,11 @@ def compat(session: nox.Session, torch: str) -> None:
     # The exact release asked for, whatever cap the machine's pip configuration
     # sets on torch (this one is CI's to choose; the default torch is local).
     session.env["PIP_CONSTRAINT"] = os.devnull
-    # gpu's kernels for the released architectures, as in `build`: what this torch changes is the host side
-    # (the kernels include no torch: ccache hands every session the same object).
+    # gpu's kernels for the GPU machines' sm_90 only: what this torch changes is the host side (the kernels
+    # include no torch, so ccache hands the second compat session the first one's object). Not the released
+    # set that `build` and `wheels` share: the first compat session compiles its kernels while `build`
+    # compiles the same ones (a race ccache cannot see), and sm_90 alone is half of nvcc's five minutes.
+    session.env["CUDAARCHS"] = GPU_MACHINES_ARCH
     system_deps(session)
     session.install(f"torch=={torch_version}", NUMPY, *CORE_BUILD_TOOLS, *TEST_TOOLS, *TORCHVISION.get(torch, []))
     dist = build_wheels(session, torch_version)
