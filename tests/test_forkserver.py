@@ -76,6 +76,28 @@ def test_each_environment_has_its_server_and_a_server_serves_many_ranks(servers)
     assert len(parents["one"]) == 1 and parents["one"] != parents["two"]
 
 
+# What a rank's C++ code would read (getenv) as well as its Python code.
+READ_SETTING = """
+import ctypes, json, os
+libc = ctypes.CDLL(None)
+libc.getenv.restype = ctypes.c_char_p
+name = "DIST_TEST_TIMEOUT_S"
+print(json.dumps({"parent": os.getppid(), "python": os.environ.get(name), "c": libc.getenv(name.encode()).decode()}))
+"""
+
+
+def test_settings_read_after_import_share_a_server_and_each_rank_sees_its_own(servers):
+    assert "DIST_TEST_TIMEOUT_S" in _forkserver.NOT_READ_AT_IMPORT
+    seen = []
+    for value in ("4", "30"):
+        rank = _forkserver.start_rank(["-c", READ_SETTING], env(DIST_TEST_TIMEOUT_S=value))
+        code, got, out = report(rank)
+        assert code == 0, out
+        assert got["python"] == got["c"] == value, out
+        seen.append(got["parent"])
+    assert seen[0] == seen[1] != os.getpid()  # one server forked both
+
+
 def test_failures_keep_their_status_and_output(servers):
     crash = _forkserver.start_rank(["-c", "raise ValueError('rank broke')"], env())
     assert crash.wait(timeout=60) == 1

@@ -30,8 +30,22 @@ from pathlib import Path
 #: Set to 0 to start every rank in a fresh interpreter.
 FORKSERVER_ENV = "TORCH_BACKEND_TEST_FORKSERVER"
 #: Variables that differ from test to test and that nothing reads at import: a server does not need to be
-#: started again for them (a child still gets its own value).
-NOT_READ_AT_IMPORT = frozenset({"PYTEST_CURRENT_TEST"})
+#: started again for them (a child still gets its own value, which C++ code reads too: ``os.environ`` sets
+#: the process environment). pytest's; the kit's settings for its rank scripts (``distributed_worker.py``,
+#: ``parallel_worker.py``), which only those scripts read; the staging mode, read when a process group is
+#: made; the flight recorder's dump settings, read when a collective fails. Each server costs a rank
+#: process's import of torch (about 3 s), and the kit's distributed tests asked for 15 with these counted.
+NOT_READ_AT_IMPORT = frozenset(
+    {
+        "PYTEST_CURRENT_TEST",
+        "TORCH_BACKEND_TEST_DIST_BACKEND",
+        "DIST_TEST_TIMEOUT_S",
+        "PARALLEL_TEST_DIR",
+        "TORCH_BACKEND_DIST_STAGING",
+        "TORCH_FR_DUMP_ON_TIMEOUT",
+        "TORCH_FR_DUMP_TEMP_FILE",
+    }
+)
 #: What a server imports before it forks: what every rank imports first, and the slow part of starting.
 PRELOADED = ("torch", "torch.distributed", "torch._dynamo")
 
