@@ -18,7 +18,7 @@ import torch_backend_fake.faults as faults
 from torch_backend.testing import all_reduce_until_failure
 
 fault, port, rank, world = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
-timeout = timedelta(seconds=float(os.environ["TIMEOUT_S"]))
+timeout = timedelta(seconds=float(os.environ["DIST_TEST_TIMEOUT_S"]))
 store = dist.TCPStore("127.0.0.1", port, world, is_master=False, timeout=timeout)
 dist.init_process_group("fakeccl", store=store, rank=rank, world_size=world, timeout=timeout)
 device = torch.device("fake", rank % torch.fake.device_count())
@@ -41,7 +41,7 @@ sys.exit(1)
 
 def run_ranks(fault: str, world: int, timeout_s: float, worker: str = WORKER, **settings: str) -> list[tuple[int, str]]:
     finished.clear()
-    env = {"TIMEOUT_S": str(timeout_s), **settings}
+    env = {"DIST_TEST_TIMEOUT_S": str(timeout_s), **settings}  # the kit's name: one fork server serves every timeout
     return start_ranks(["-c", worker, fault], world, env=env, exit_times=finished, label=fault)
 
 
@@ -97,7 +97,7 @@ from datetime import timedelta
 import torch, torch.distributed as dist
 
 peer, port, rank, world = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
-timeout = timedelta(seconds=float(os.environ["TIMEOUT_S"]))
+timeout = timedelta(seconds=float(os.environ["DIST_TEST_TIMEOUT_S"]))
 store = dist.TCPStore("127.0.0.1", port, world, is_master=False, timeout=timeout)
 dist.init_process_group("fakeccl", store=store, rank=rank, world_size=world, timeout=timeout)
 t = torch.ones(1 << 20, device="fake")
