@@ -22,7 +22,7 @@ C++ packages are built with `--no-build-isolation` against the pinned torch.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import nox
@@ -71,8 +71,6 @@ FAKE_TESTS = PACKAGES / BACKENDS["fake"] / "tests"
 # address it): the paths npu and gpu take (device kernels through core's kernel
 # layer, copy fallback for the rest, staged copies, pinned collectives).
 DISCRETE = {"TORCH_BACKEND_FAKE_DISCRETE": "1", "TORCH_BACKEND_FAKE_KERNELS": "1"}
-# CMake's CUDAARCHS for the compat sessions' gpu builds: the GPU machines' (H100, H200) architecture.
-GPU_MACHINES_ARCH = "90"
 
 nox.options.reuse_venv = "yes"
 
@@ -128,9 +126,9 @@ def build(session: nox.Session) -> None:
     core's GoogleTest suite.
     """
     system_deps(session)
-    # gpu's kernels for the released architectures (its CMakeLists.txt's default), as in the wheels session:
-    # they include no torch, so ccache compiles them once for both (nvcc's sm_80 and sm_90 are five minutes
-    # of one core; the compat sessions share an sm_90-only compile).
+    # gpu's kernels for the released architectures (its CMakeLists.txt's default), as in every CI session:
+    # they include no torch, so ccache compiles them once per clone (nvcc's sm_80 and sm_90 are five minutes
+    # of one core), here; the compat sessions build gpu's wheel after their kit, by when this compile is done.
     session.install(*TORCH, TRITON, *BUILD_TOOLS, *TEST_TOOLS, MODELS)
     # Core first: backends build with the hatch plugin core installs, as they would outside this repo.
     session.install("--no-build-isolation", "-e", str(PACKAGES / "torch-backend-core"))
@@ -230,18 +228,18 @@ def compat(session: nox.Session, torch: str) -> None:
     # The exact release asked for, whatever cap the machine's pip configuration
     # sets on torch (this one is CI's to choose; the default torch is local).
     session.env["PIP_CONSTRAINT"] = os.devnull
-    # gpu's kernels for the GPU machines' sm_90 only: what this torch changes is the host side (the kernels
-    # include no torch, so ccache hands the second compat session the first one's object). Not the released
-    # set that `build` and `wheels` share: the first compat session compiles its kernels while `build`
-    # compiles the same ones (a race ccache cannot see), and sm_90 alone is half of nvcc's five minutes.
-    session.env["CUDAARCHS"] = GPU_MACHINES_ARCH
     system_deps(session)
     session.install(f"torch=={torch_version}", NUMPY, *CORE_BUILD_TOOLS, *TEST_TOOLS, *TORCHVISION.get(torch, []))
-    dist = build_wheels(session, torch_version)
+    # gpu's wheel last, after the kit: its kernels (the released architectures, nvcc's five minutes of one
+    # core) include no torch, and by then ccache holds `build`'s compile of them. Built with the others, the
+    # first compat session compiled them at the same time as `build` (a race ccache cannot see).
+    dist = build_wheels(session, torch_version, [name for name in WHEEL_PACKAGES if name != BACKENDS["gpu"]])
     # The tests run on the installed wheels (no editable sources on sys.path).
     session.install("--no-deps", "--force-reinstall", *map(str, dist.glob("*.whl")))
     # The kit as the core wheel ships it.
     run_conformance_kit(session, session_run(session), "fake", {"TORCH_BACKEND": "fake"})
+    build_wheels(session, torch_version, [BACKENDS["gpu"]], fresh=False)
+    session.install("--no-deps", "--force-reinstall", *map(str, dist.glob("torch_backend_cuda-*.whl")))
     if torch in TORCHVISION:  # torchvision's ResNet-18 on fake's kernels in discrete memory
         session.run(
             "python",
@@ -418,11 +416,15 @@ def bench(session: nox.Session, run: Callable) -> None:
     run("python", "-m", "torch_backend.bench.compile", "--json", str(bench_dir / "compile.json"))
 
 
-def build_wheels(session: nox.Session, torch_version: str) -> Path:
-    """Platform wheels of every package, built against the session's torch, in their own folder."""
+def build_wheels(
+    session: nox.Session, torch_version: str, packages: Sequence[str] = WHEEL_PACKAGES, *, fresh: bool = True
+) -> Path:
+    """Platform wheels of `packages` (core first, if there), built against the session's torch, in their own
+    folder: emptied first if `fresh`, else added to."""
     dist = ROOT / "build" / f"wheelhouse-torch{torch_version}"
-    session.run("rm", "-rf", str(dist), external=True)
-    for folder in WHEEL_PACKAGES:
+    if fresh:
+        session.run("rm", "-rf", str(dist), external=True)
+    for folder in packages:
         session.run("pip", "wheel", "--no-build-isolation", "--no-deps", "-w", str(dist), str(PACKAGES / folder))
         if folder == "torch-backend-core":
             # Backends build against the installed core (else each stages its own).

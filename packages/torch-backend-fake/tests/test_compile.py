@@ -218,6 +218,9 @@ def test_cached_kernels_are_not_reused_for_another_kind_of_memory(tmp_path: os.P
         "    print('refused' if 'cannot generate kernels' in str(error) else repr(error))\n"
     )
     cache = {"TORCHINDUCTOR_CACHE_DIR": str(tmp_path), "TORCHINDUCTOR_FX_GRAPH_CACHE": "1"}
+    # Inductor compiling in the process itself: what it caches, not how it compiles (its pool of compile
+    # workers costs about 4 s a process to start).
+    cache["TORCHINDUCTOR_COMPILE_THREADS"] = "1"
     host = run_python(code, **cache, TORCH_BACKEND_FAKE_DISCRETE="0")
     assert host.returncode == 0, host.stderr[-3000:]
     assert float(host.stdout.split()[-1]) == pytest.approx((torch.arange(8.0).cos() + 1).sum().item(), rel=1e-5)
