@@ -169,12 +169,13 @@ def built_env_session(name: str, **kwargs: object) -> Callable:
 EXPANDABLE_KIT = {"PYTORCH_ALLOC_CONF": "expandable_segments:True"}
 
 
-#: The kit's tests that other sessions run in the same configuration (fake in either memory mode): the
-#: exit-status test (exit-stress runs its scripts 30 times in each mode) and, in host memory, the OpInfo
-#: subset (the opinfo session sweeps every op there).
+#: The kit's tests that other sessions run in the same configuration: on fake in either memory mode the
+#: exit-status test (exit-stress runs its scripts 30 times in each mode); in host memory and on npu the
+#: OpInfo subset (the opinfo session and tests-npu sweep every op there, against the same known failures).
 RUN_ELSEWHERE = {
     "host": "not test_training_process_exits_with_its_own_status and not test_op_matches_cpu",
     "discrete": "not test_training_process_exits_with_its_own_status",
+    "npu": "not test_op_matches_cpu",
 }
 
 
@@ -328,7 +329,7 @@ def tests_npu(session: nox.Session, run: Callable) -> None:
     """
     env = {"TORCH_BACKEND": "npu", "ASCEND_HOME_PATH": str(ACL_HOME)}
     run("pytest", str(PACKAGES / BACKENDS["npu"] / "tests"), *session.posargs, env=env)
-    run_conformance_kit(session, run, "npu", env, expandable="test_memory")
+    run_conformance_kit(session, run, "npu", env, expandable="test_memory", run_elsewhere=RUN_ELSEWHERE["npu"])
     # npu's list: core's without SDPA, whose samples npu matches (fake, on core's host fallback, does not).
     known = PACKAGES / BACKENDS["npu"] / "tests" / "known_failures.json"
     run("python", "-m", "torch_backend.testing.opinfo", "--known", str(known), env=env)
