@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import statistics
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -29,7 +30,8 @@ from torch_backend.bench.separate import (
     add_process_arguments,
     device_under_test,
     median_and_spread,
-    run_worker,
+    process_groups,
+    run_workers,
     selected_cases,
     write_results,
 )
@@ -119,18 +121,19 @@ def worker(case_name: str, device_name: str, repeats: int, replayed: bool) -> fl
     return min(_time_once(run, device) for _ in range(repeats)) / STEPS
 
 
-def measure(case: GraphCase, device_name: str, rounds: int, repeats: int) -> GraphResult:
-    module = "torch_backend.bench.graphs"
-    eager, replayed, ratios = [], [], []
+def measure(cases: list[GraphCase], device_name: str, rounds: int, repeats: int) -> list[GraphResult]:
+    """Eager and replayed times per step (medians over rounds) of cases that share their processes."""
+    module, names = "torch_backend.bench.graphs", [case.name for case in cases]
+    eager, replayed = [], []  # per round, per case
     for _ in range(rounds):
-        e = run_worker(module, case.name, device_name, device_name, repeats, "--mode", "eager")
-        r = run_worker(module, case.name, device_name, device_name, repeats, "--mode", "graph")
-        eager.append(e)
-        replayed.append(r)
-        ratios.append(r / e)
-    ratio, spread = median_and_spread(ratios)
-    return GraphResult(case.name, sorted(eager)[len(eager) // 2], sorted(replayed)[len(replayed) // 2],
-                       ratio, spread, case.target)  # fmt: skip
+        eager.append(run_workers(module, names, device_name, device_name, repeats, "--mode", "eager"))
+        replayed.append(run_workers(module, names, device_name, device_name, repeats, "--mode", "graph"))
+    results = []
+    for i, case in enumerate(cases):
+        e, r = [times[i] for times in eager], [times[i] for times in replayed]
+        ratio, spread = median_and_spread([b / a for a, b in zip(e, r, strict=True)])
+        results.append(GraphResult(case.name, statistics.median(e), statistics.median(r), ratio, spread, case.target))
+    return results
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -139,11 +142,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--mode", choices=["eager", "graph"], help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.worker:
-        print(worker(args.worker, args.device, args.repeats, args.mode == "graph"))
+        for name in args.worker:
+            print(worker(name, args.device, args.repeats, args.mode == "graph"), flush=True)
         return 0
     device_name, rounds, repeats = device_under_test(args, parser)
     os.environ["OMP_NUM_THREADS"] = "1"  # the workers' (see the module's doc)
-    results = [measure(case, device_name, rounds, repeats) for case in selected_cases(CASES, args)]
+    groups = process_groups(selected_cases(CASES, args), args.quick)
+    results = [r for group in groups for r in measure(group, device_name, rounds, repeats)]
     print(f"{'case (separate processes)':<34}{'eager (us)':>12}{'graph (us)':>12}{'ratio':>8}{'spread':>8}"
           f"{'target':>10}  met?")  # fmt: skip
     for r in results:

@@ -37,6 +37,7 @@ from torch_backend.bench.separate import (
     add_process_arguments,
     alternate,
     device_under_test,
+    process_groups,
     selected_cases,
 )
 
@@ -229,11 +230,12 @@ def worker(case_name: str, device_name: str, repeats: int, quick: bool) -> float
 
 
 def measure(
-    case: ReferenceCase, device_name: str, reference: str, rounds: int, repeats: int, quick: bool
-) -> ReferenceResult:
+    cases: list[ReferenceCase], device_name: str, reference: str, rounds: int, repeats: int, quick: bool
+) -> list[ReferenceResult]:
+    """The cases that share their processes (process_groups), timed on both devices."""
     extra = ("--quick",) if quick else ()
-    timings = alternate(MODULE, case.name, device_name, reference, rounds, repeats, *extra)
-    return ReferenceResult(case.name, *timings, case.target)
+    timings = alternate(MODULE, [case.name for case in cases], device_name, reference, rounds, repeats, *extra)
+    return [ReferenceResult(c.name, *t, c.target) for c, t in zip(cases, timings, strict=True)]
 
 
 LAUNCH_BLOCKING = {"TORCH_BACKEND_LAUNCH_BLOCKING": "1", "CUDA_LAUNCH_BLOCKING": "1"}
@@ -285,7 +287,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--profile-worker", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.worker:
-        print(worker(args.worker, args.device, args.repeats, args.quick))
+        for name in args.worker:
+            print(worker(name, args.device, args.repeats, args.quick), flush=True)
         return 0
     if args.profile_worker:
         print(profile_worker(args.profile_worker, args.device, args.quick))
@@ -301,13 +304,15 @@ def main(argv: list[str] | None = None) -> int:
     # limit keeps what it measured), and a case that fails does not lose the others' figures.
     print(f"{'case':<42}{device_name + ' (s)':>12}{args.reference + ' (s)':>12}{'ratio':>8}{'spread':>8}  target")
     results, failures = [], []
-    for case in cases:
+    for group in process_groups(cases, args.quick):
         try:
-            r = measure(case, device_name, args.reference, rounds, repeats, args.quick)
+            measured = measure(group, device_name, args.reference, rounds, repeats, args.quick)
         except RuntimeError as error:
-            print(f"{case.name:<42}  FAILED: {error}", flush=True)
-            failures.append(case.name)
-        else:
+            for case in group:
+                print(f"{case.name:<42}  FAILED: {error}", flush=True)
+                failures.append(case.name)
+            measured = []
+        for r in measured:
             results.append(r)
             target = "reported" if math.isnan(r.target) else f"<= {r.target:.2f} {'met' if r.met else 'MISSED'}"
             print(f"{r.case:<42}{r.device_s:>12.6f}{r.reference_s:>12.6f}{r.ratio:>8.2f}{r.spread:>8.2f}  {target}",

@@ -18,7 +18,7 @@ import os
 import statistics
 import subprocess
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -160,20 +160,38 @@ FALLBACK = "fallback"
 FORCED_FALLBACK_ENV = {"TORCH_BACKEND_FORCE_FALLBACK": "."}
 
 
-def run_worker(
-    module: str, case_name: str, device_name: str, backend: str, repeats: int, *extra: str, env: dict | None = None
-) -> float:
-    """Runs ``python -m module --worker case_name ...`` with TORCH_BACKEND=backend (and ``env`` added);
-    returns the time it prints."""
+def run_workers(
+    module: str,
+    case_names: Sequence[str],
+    device_name: str,
+    backend: str,
+    repeats: int,
+    *extra: str,
+    env: dict | None = None,
+) -> list[float]:
+    """Runs ``python -m module --worker NAME ...`` (one ``--worker`` per case, timed one after another in that
+    process) with TORCH_BACKEND=backend (and ``env`` added); returns the times it prints, one per case."""
     env = os.environ | {"TORCH_BACKEND": backend} | (env or {})
+    workers = [arg for name in case_names for arg in ("--worker", name)]
     out = subprocess.run(
-        [sys.executable, "-m", module, "--worker", case_name, "--device", device_name, "--repeats", str(repeats),
-         *extra],
+        [sys.executable, "-m", module, *workers, "--device", device_name, "--repeats", str(repeats), *extra],
         capture_output=True, text=True, env=env, timeout=900, check=False,
     )  # fmt: skip
+    names = ", ".join(case_names)
     if out.returncode != 0:
-        raise RuntimeError(f"{case_name} on {device_name} failed ({out.returncode}): {out.stderr[-2000:]}")
-    return float(out.stdout.strip().splitlines()[-1])
+        raise RuntimeError(f"{names} on {device_name} failed ({out.returncode}): {out.stderr[-2000:]}")
+    lines = out.stdout.strip().splitlines()
+    if len(lines) < len(case_names):
+        raise RuntimeError(f"{names} on {device_name} printed {len(lines)} times for {len(case_names)} cases")
+    return [float(line) for line in lines[-len(case_names) :]]
+
+
+def process_groups(cases: list, quick: bool) -> list[list]:
+    """The cases that share a worker process: each its own (fresh processes keep one case's caches, threads
+    and memory from another's figures), but all of them together in a quick run, whose figures mean nothing:
+    a smoke run checks that every case runs, and each process's start (importing torch) costs more than most
+    quick cases."""
+    return [list(cases)] if quick else [[case] for case in cases]
 
 
 def median_and_spread(ratios: list[float]) -> tuple[float, float]:
@@ -183,22 +201,26 @@ def median_and_spread(ratios: list[float]) -> tuple[float, float]:
 
 
 def alternate(
-    module: str, case_name: str, device_name: str, reference: str, rounds: int, repeats: int, *extra: str
-) -> tuple[float, float, float, float]:
+    module: str, case_names: Sequence[str], device_name: str, reference: str, rounds: int, repeats: int, *extra: str
+) -> list[tuple[float, float, float, float]]:
     """Rounds of one device process then one reference process (no backend active; with ``reference``
-    FALLBACK, the backend with its kernels forced off); returns the median device and reference times and
-    the median ratio with its spread."""
-    device_times, reference_times, ratios = [], [], []
+    FALLBACK, the backend with its kernels forced off), each timing every case in ``case_names``; returns,
+    per case, the median device and reference times and the median ratio with its spread."""
+    device_times, reference_times = [], []  # per round, per case
     for _ in range(rounds):
-        d = run_worker(module, case_name, device_name, device_name, repeats, *extra)
+        device_times.append(run_workers(module, case_names, device_name, device_name, repeats, *extra))
         if reference == FALLBACK:
-            r = run_worker(module, case_name, device_name, device_name, repeats, *extra, env=FORCED_FALLBACK_ENV)
+            reference_times.append(
+                run_workers(module, case_names, device_name, device_name, repeats, *extra, env=FORCED_FALLBACK_ENV)
+            )
         else:
-            r = run_worker(module, case_name, reference, "none", repeats, *extra)
-        device_times.append(d)
-        reference_times.append(r)
-        ratios.append(d / r)
-    return (statistics.median(device_times), statistics.median(reference_times), *median_and_spread(ratios))
+            reference_times.append(run_workers(module, case_names, reference, "none", repeats, *extra))
+    timings = []
+    for i in range(len(case_names)):
+        d, r = [times[i] for times in device_times], [times[i] for times in reference_times]
+        ratios = [a / b for a, b in zip(d, r, strict=True)]
+        timings.append((statistics.median(d), statistics.median(r), *median_and_spread(ratios)))
+    return timings
 
 
 def add_process_arguments(parser: argparse.ArgumentParser, *, pairs: str, repeats: int, json_name: str) -> None:
@@ -210,7 +232,7 @@ def add_process_arguments(parser: argparse.ArgumentParser, *, pairs: str, repeat
     parser.add_argument("--quick", action="store_true", help="smoke mode for CI: figures meaningless")
     parser.add_argument("--json", default=f"bench-results/{json_name}")
     parser.add_argument("--case", action="append", help="run only cases whose name contains this (repeatable)")
-    parser.add_argument("--worker", help=argparse.SUPPRESS)
+    parser.add_argument("--worker", action="append", help=argparse.SUPPRESS)  # a case to time, repeatable
 
 
 def selected_cases(cases: list, args: argparse.Namespace) -> list:
@@ -238,10 +260,12 @@ def write_results(results: list, path: str) -> Path:
     return out
 
 
-def measure(case: SeparateCase, device_name: str, rounds: int, repeats: int) -> Result:
-    """Device and CPU times per step (medians over rounds) and their ratio, which must stay <= the target."""
-    timings = alternate("torch_backend.bench.separate", case.name, device_name, "cpu", rounds, repeats)
-    return Result(case.name, *timings, case.target, lower_is_better=True)
+def measure(cases: list[SeparateCase], device_name: str, rounds: int, repeats: int) -> list[Result]:
+    """Device and CPU times per step (medians over rounds) and their ratio, which must stay <= the target,
+    for cases that share their processes."""
+    names = [case.name for case in cases]
+    timings = alternate("torch_backend.bench.separate", names, device_name, "cpu", rounds, repeats)
+    return [Result(c.name, *t, c.target, lower_is_better=True) for c, t in zip(cases, timings, strict=True)]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -249,10 +273,12 @@ def main(argv: list[str] | None = None) -> int:
     add_process_arguments(parser, pairs="device/CPU", repeats=7, json_name="separate.json")
     args = parser.parse_args(argv)
     if args.worker:
-        print(worker(args.worker, args.device, args.repeats))
+        for name in args.worker:
+            print(worker(name, args.device, args.repeats), flush=True)
         return 0
     device_name, rounds, repeats = device_under_test(args, parser)
-    results = [measure(case, device_name, rounds, repeats) for case in selected_cases(CASES, args)]
+    groups = process_groups(selected_cases(CASES, args), args.quick)
+    results = [r for group in groups for r in measure(group, device_name, rounds, repeats)]
     # extra: what the device path costs beyond CPU eager per step / op. With fake's kernels inline
     # (TORCH_BACKEND_FAKE_INLINE_KERNELS=1: no hand-off to a stream thread, 16-element arithmetic) it is
     # core's own host cost per op, the figure to set beside a device's launch cost.
