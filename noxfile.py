@@ -170,8 +170,10 @@ EXPANDABLE_KIT = {"PYTORCH_ALLOC_CONF": "expandable_segments:True"}
 
 
 #: The kit's tests that other sessions run in the same configuration: on fake in either memory mode the
-#: exit-status test (exit-stress runs its scripts 30 times in each mode); in host memory and on npu the
-#: OpInfo subset (the opinfo session and tests-npu sweep every op there, against the same known failures).
+#: exit-status test (exit-stress runs the same training exits, with status 0 and 3, 30 times in host memory
+#: and 6 in discrete; the kit's fresh interpreters run them in the compat sessions and on npu); in host
+#: memory and on npu the OpInfo subset (the opinfo session and tests-npu sweep every op there, against the
+#: same known failures).
 RUN_ELSEWHERE = {
     "host": "not test_training_process_exits_with_its_own_status and not test_op_matches_cpu",
     "discrete": "not test_training_process_exits_with_its_own_status",
@@ -271,9 +273,10 @@ def compat(session: nox.Session, torch: str) -> None:
 def exit_stress(session: nox.Session, run: Callable) -> None:
     """The process-exit stress test (fake/tests/test_process_exit.py) in both of fake's memory modes.
 
-    Every exit status is asserted. In host memory the training exit runs 30 times (a 10% failure rate shows
-    with 95% probability, 0.9**30 < 0.05; the test's own default, 60, catches 5%: set
-    TORCH_BACKEND_EXIT_RUNS=60 for that); in discrete memory at a fifth of it.
+    Every exit status is asserted; the runs are forked from the kit's fork server (the kit's own exit-status
+    test starts fresh interpreters, in the compat sessions and on npu). In host memory the training exit runs 30 times
+    (a 10% failure rate shows with 95% probability, 0.9**30 < 0.05; the test's own default, 60, catches 5%:
+    set TORCH_BACKEND_EXIT_RUNS=60 for that); in discrete memory at a fifth of it.
     """
     runs = int(os.environ.get("TORCH_BACKEND_EXIT_RUNS", "30"))
     test = str(FAKE_TESTS / "test_process_exit.py")

@@ -123,3 +123,18 @@ def test_the_setting_starts_every_rank_fresh(servers, monkeypatch: pytest.Monkey
     monkeypatch.setenv(_forkserver.FORKSERVER_ENV, "0")
     code, seen, out = report(_forkserver.start_rank(["-c", REPORT, "0"], env()))
     assert code == 0 and seen["parent"] == os.getpid(), out
+
+
+def test_run_processes_returns_each_status_and_output_in_order_and_fails_one_still_running(servers):
+    from torch_backend.testing import run_processes
+
+    ends = [
+        "import sys; print('first', flush=True); sys.exit(3)",
+        "import time; time.sleep(1); print('second', flush=True)",
+        "raise KeyboardInterrupt",
+    ]
+    results = run_processes((["-c", code] for code in ends), env={"TORCH_BACKEND": "fake"})
+    assert [code for code, _ in results] == [3, 0, -signal.SIGINT]
+    assert "first" in results[0][1] and "second" in results[1][1] and "KeyboardInterrupt" in results[2][1]
+    with pytest.raises(pytest.fail.Exception, match=r"still running after 2 s:\n.*up"):
+        run_processes([["-c", "import time; print('up', flush=True); time.sleep(600)"]], limit_s=2)

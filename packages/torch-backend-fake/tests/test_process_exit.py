@@ -1,12 +1,19 @@
 """Processes that used the device end with their own exit status, every time.
 
-A stress test: each scenario (process_exit/scenario.py) runs many times in
-fresh processes while other work keeps a core busy, and every run's exit
-status is asserted. The training exit (the race that used to abort) runs
-RUNS = 60 times: a 5% failure rate shows with 95% probability (0.95**60 <
-0.05). A DDP job is three process exits (parent and two ranks), so RUNS // 3
-jobs give as many exits; the other scenarios run fewer times.
-TORCH_BACKEND_EXIT_RUNS scales every count (each process costs ~2.5 s of CPU).
+A stress test: each scenario (process_exit/scenario.py) runs many times while
+other work keeps a core busy, and every run's exit status is asserted. The
+runs are forked from an interpreter that has imported torch (the kit's fork
+server, as its ranks are): what is stressed, the end of a process that used
+the device (atexit handlers, the interpreter's finalisation, its threads and
+static destructors), is each child's own, and a fresh interpreter's import of
+torch would cost each run 2.5 s of CPU. The kit's own exit test starts fresh
+interpreters; TORCH_BACKEND_TEST_FORKSERVER=0 starts these fresh too.
+
+The training exit (the race that used to abort) runs RUNS = 60 times: a 5%
+failure rate shows with 95% probability (0.95**60 < 0.05). A DDP job is three
+process exits (parent and two ranks), so RUNS // 3 jobs give as many exits;
+the other scenarios run fewer times. TORCH_BACKEND_EXIT_RUNS scales every
+count.
 """
 
 from __future__ import annotations
@@ -18,10 +25,11 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable, Iterator
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
+
+from torch_backend.testing import run_processes
 
 SCENARIO = Path(__file__).parent / "process_exit" / "scenario.py"
 RUNS = int(os.environ.get("TORCH_BACKEND_EXIT_RUNS", "60"))
@@ -56,16 +64,6 @@ def cpu_load() -> Iterator[None]:
     proc.wait()
 
 
-def run_scenario(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, str(SCENARIO), *args],
-        capture_output=True,
-        text=True,
-        timeout=LIMIT_S,
-        env={**os.environ, **(env or {})},
-    )
-
-
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -76,14 +74,13 @@ def assert_every_run_exits(
     expected: int, runs: int, args: Callable[[], tuple[str, ...]], env: dict[str, str] | None = None
 ) -> None:
     """Runs the scenario `runs` times, two at a time; every run must exit with `expected`."""
-    with ThreadPoolExecutor(max_workers=2) as pool:
-        results = list(pool.map(lambda _: run_scenario(*args(), env=env), range(runs)))
-    failed = [r for r in results if r.returncode != expected]
+    argvs = ([str(SCENARIO), *args()] for _ in range(runs))
+    results = run_processes(argvs, env=env, limit_s=LIMIT_S)
+    failed = [(code, output) for code, output in results if code != expected]
     if failed:
-        first = failed[0]
         pytest.fail(
-            f"{len(failed)}/{runs} runs of {args()[0]} exited with {sorted({r.returncode for r in failed})} "
-            f"instead of {expected}; first one's output:\n{first.stdout}{first.stderr}"
+            f"{len(failed)}/{runs} runs of {args()[0]} exited with {sorted({code for code, _ in failed})} "
+            f"instead of {expected}; first one's output:\n{failed[0][1]}"
         )
 
 

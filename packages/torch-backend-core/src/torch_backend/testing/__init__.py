@@ -22,7 +22,7 @@ import os
 import subprocess
 import sys
 import warnings
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from types import ModuleType
@@ -160,6 +160,42 @@ def run_ranks(
             exit_times.append(time.monotonic() - started)
     del store
     return results
+
+
+def run_processes(
+    argvs: Iterable[list[str]], *, env: dict[str, str] | None = None, limit_s: float = 120.0, at_once: int = 2
+) -> list[tuple[int, str]]:
+    """Runs ``python ARGV`` (``SCRIPT ARGS`` or ``-c CODE ARGS``) for each of ``argvs``, ``at_once`` at a time,
+    in this process's environment with ``env`` added; returns (exit status, output) per process, in order.
+
+    Each is forked from a server that has imported torch (``_forkserver``), as the ranks of ``run_ranks`` are:
+    a fresh interpreter's import of torch costs about 2.5 s of CPU, and the child's end is its own (the
+    interpreter's ordinary exit). An argv is taken only when its process starts (a generator may pick a free
+    port for it then). A process still running ``limit_s`` after it started fails the test (pytest.fail),
+    after being killed."""
+    import collections
+    import time
+
+    import pytest
+
+    from torch_backend.testing._forkserver import start_rank
+
+    base_env = os.environ | (env or {})
+    pending, running, results = iter(argvs), collections.deque(), []
+    while True:
+        while len(running) < at_once and (argv := next(pending, None)) is not None:
+            running.append((start_rank(argv, base_env), time.monotonic(), argv))
+        if not running:
+            return results
+        process, started, argv = running.popleft()
+        try:
+            code = process.wait(timeout=max(1.0, started + limit_s - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            for other, _, _ in [(process, started, argv), *running]:
+                other.kill()
+                other.wait(timeout=60)
+            pytest.fail(f"python {' '.join(argv)} still running after {limit_s:.0f} s:\n{process.output()}")
+        results.append((code, process.output()))
 
 
 def all_reduce_until_failure(tensor: object, times: int = 20) -> None:
