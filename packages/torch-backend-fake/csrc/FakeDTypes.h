@@ -45,4 +45,22 @@ torch_backend::Status visit_dtype(torch_backend::DType dtype, Fn fn) {
   return torch_backend::kNotSupported;
 }
 
+// visit_dtype for the floating dtypes only (others: kNotSupported), so that a
+// kernel defined for them is instantiated for four types rather than ten.
+template <typename Fn>
+torch_backend::Status visit_floating_dtype(torch_backend::DType dtype, Fn fn) {
+  switch (dtype) {
+    case torch_backend::DType::Float16:
+      return fn(c10::Half{});
+    case torch_backend::DType::BFloat16:
+      return fn(c10::BFloat16{});
+    case torch_backend::DType::Float32:
+      return fn(float{});
+    case torch_backend::DType::Float64:
+      return fn(double{});
+    default:
+      return torch_backend::kNotSupported;
+  }
+}
+
 }  // namespace fake

@@ -126,34 +126,38 @@ void enqueue_same(const KernelContext& ctx, const ElementwiseCall& call,
 }
 
 // Every operand of one dtype; make_op(C{}, call) builds the element op for
-// compute type C. floating_only declines integer and bool dtypes.
-template <std::size_t Inputs, typename MakeOp>
+// compute type C. FloatingOnly declines integer and bool dtypes (and compiles
+// the op for the floating types alone: the file's compile time is these
+// instantiations).
+template <std::size_t Inputs, bool FloatingOnly, typename MakeOp>
 Status same_type(const KernelContext& ctx, const ElementwiseCall& call,
-                 bool floating_only, MakeOp make_op) {
-  if (floating_only && !is_floating(call.out.dtype)) {
-    return kNotSupported;
-  }
-  return visit_dtype(call.out.dtype, [&](auto tag) {
+                 MakeOp make_op) {
+  const auto enqueue = [&](auto tag) {
     using T = decltype(tag);
     using C = Compute<T>;
     enqueue_same<T>(ctx, call, std::make_index_sequence<Inputs>{},
                     make_op(C{}, call));
     return kSuccess;
-  });
+  };
+  if constexpr (FloatingOnly) {
+    return fake::visit_floating_dtype(call.out.dtype, enqueue);
+  } else {
+    return visit_dtype(call.out.dtype, enqueue);
+  }
 }
 
 #define FAKE_KERNEL(name) \
   Status name(const KernelContext& ctx, const ElementwiseCall& call)
 
 // Element ops written once for every compute type C.
-#define FAKE_SAME(name, inputs, floating_only, params, expression)         \
-  FAKE_KERNEL(name) {                                                      \
-    return same_type<inputs>(ctx, call, floating_only,                     \
-                             [](auto c, const ElementwiseCall& call) {     \
-                               using C = decltype(c);                      \
-                               (void)call;                                 \
-                               return [=] params { return (expression); }; \
-                             });                                           \
+#define FAKE_SAME(name, inputs, floating_only, params, expression) \
+  FAKE_KERNEL(name) {                                              \
+    return same_type<inputs, floating_only>(                       \
+        ctx, call, [](auto c, const ElementwiseCall& call) {       \
+          using C = decltype(c);                                   \
+          (void)call;                                              \
+          return [=] params { return (expression); };              \
+        });                                                        \
   }
 
 template <typename C>
@@ -182,12 +186,12 @@ FAKE_KERNEL(add) {
     });
     return kSuccess;
   }
-  return same_type<2>(ctx, call, false,
-                      [](auto c, const ElementwiseCall& call) {
-                        using C = decltype(c);
-                        const C k = scalar_as<C>(call.scalars[0]);
-                        return [k](C x, C y) { return fused_add(x, y, k); };
-                      });
+  return same_type<2, false>(
+      ctx, call, [](auto c, const ElementwiseCall& call) {
+        using C = decltype(c);
+        const C k = scalar_as<C>(call.scalars[0]);
+        return [k](C x, C y) { return fused_add(x, y, k); };
+      });
 }
 
 // a - alpha * b is a + (-alpha) * b (modular for unsigned types, as on CPU).
@@ -218,7 +222,7 @@ FAKE_SAME(pow, 2, true, (C x, C y), std::pow(x, y))
 // PyTorch's CPU kernel special-cases these exponents; so does this one, so
 // results agree to the last bit.
 FAKE_KERNEL(pow_scalar) {
-  return same_type<1>(ctx, call, true, [](auto c, const ElementwiseCall& call) {
+  return same_type<1, true>(ctx, call, [](auto c, const ElementwiseCall& call) {
     using C = decltype(c);
     const double e = call.scalars[0].as_double;
     return [e](C x) -> C {
@@ -306,7 +310,7 @@ FAKE_SAME(addcdiv, 3, true, (C self, C a, C b),
 FAKE_SAME(fill, 0, false, (), scalar_as<C>(call.scalars[0]))
 
 FAKE_KERNEL(gelu_backward_tanh) {
-  return same_type<2>(ctx, call, true, [](auto c, const ElementwiseCall&) {
+  return same_type<2, true>(ctx, call, [](auto c, const ElementwiseCall&) {
     using C = decltype(c);
     return [](C grad, C x) {
       const C beta = C(kSqrt2 * kTwoOverSqrtPi * 0.5);
@@ -323,8 +327,8 @@ FAKE_KERNEL(gelu_backward_tanh) {
 
 // clamp(x, min, max) with either bound possibly left out; NaN stays NaN.
 FAKE_KERNEL(clamp) {
-  return same_type<1>(
-      ctx, call, false, [](auto c, const ElementwiseCall& call) {
+  return same_type<1, false>(
+      ctx, call, [](auto c, const ElementwiseCall& call) {
         using C = decltype(c);
         const ScalarValue lo = call.scalars[0], hi = call.scalars[1];
         return [lo, hi](C x) {
