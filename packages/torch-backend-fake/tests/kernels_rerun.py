@@ -14,9 +14,11 @@ import subprocess
 import sys
 
 
-def rerun_with_kernels(test_file: str, timeout: float = 600) -> None:
+def rerun_with_kernels(test_file: str, timeout: float = 600, leave_out: tuple[str, ...] = ()) -> None:
+    """`leave_out`: parts of the names of tests that kernels do not change (the rerun leaves them out too)."""
+    select = " and ".join(f"not {name}" for name in ("this_memory_mode", *leave_out))
     out = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", test_file, "-k", "not this_memory_mode"],
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", test_file, "-k", select],
         capture_output=True, text=True, timeout=timeout,
         env=os.environ | {"TORCH_BACKEND": "fake", "TORCH_BACKEND_FAKE_KERNELS": "1"},
     )  # fmt: skip

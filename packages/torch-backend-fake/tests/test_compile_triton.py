@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import os
+import secrets
 import subprocess
 import sys
 from pathlib import Path
@@ -91,7 +92,7 @@ import json, torch
 from torch._dynamo.utils import counters
 from torch._inductor.utils import run_and_get_code
 x = torch.arange(8.0, device='fake')
-f = lambda t: (torch.nn.functional.gelu(t).cos() + 1).sum()
+f = lambda t: (torch.nn.functional.gelu(t).cos() + OFFSET).sum()
 result, code = run_and_get_code(torch.compile(f), x)
 hits = counters["inductor"]["fxgraph_cache_hit"]
 # The compile backend named after the device picks the same code generator.
@@ -101,21 +102,24 @@ print(json.dumps({"result": result.item(), "named": named.item(), "triton": "@tr
 """
 
 
-def test_cached_kernels_are_never_reused_for_another_code_generator_or_memory(tmp_path: Path) -> None:
-    # One Inductor cache, shared by processes that generate different code for fake.
-    cache = {"TORCHINDUCTOR_CACHE_DIR": str(tmp_path / "inductor"), "TORCHINDUCTOR_FX_GRAPH_CACHE": "1"}
-    cache |= IN_PROCESS
+def test_cached_kernels_are_never_reused_for_another_code_generator_or_memory() -> None:
+    # One Inductor cache, shared by processes that generate different code for fake: Inductor's default one,
+    # with a constant of this run's own in the code (new to the cache; a private cache would redo Inductor's
+    # C++ toolchain checks, 15 s).
+    offset = 2 + secrets.randbelow(1_000_000)
+    program = CACHED_PROGRAM.replace("OFFSET", str(offset))
+    cache = {"TORCHINDUCTOR_FX_GRAPH_CACHE": "1", **IN_PROCESS}
     kinds = {
         "triton, host memory": ({"TRITON_INTERPRET": "1", **MEMORY["host"]}, True),
         "triton, discrete memory": ({"TRITON_INTERPRET": "1", **MEMORY["discrete"]}, True),
         "C++ kernels, host memory": ({"TRITON_INTERPRET": "0", **MEMORY["host"]}, False),
     }
-    expected = (torch.nn.functional.gelu(torch.arange(8.0)).cos() + 1).sum().item()
+    expected = (torch.nn.functional.gelu(torch.arange(8.0)).cos() + offset).sum().item()
     # First every kind (nothing cached for it, whatever the others left), then one again (its own entry).
     runs = [("first", kind) for kind in kinds] + [("again", "triton, discrete memory")]
     for attempt, kind in runs:
         env, triton = kinds[kind]
-        out = run("-c", CACHED_PROGRAM, **cache, **env)
+        out = run("-c", program, **cache, **env)
         assert out.returncode == 0, f"{kind}: {out.stderr[-3000:]}"
         got = json.loads(out.stdout.splitlines()[-1])
         assert got["result"] == pytest.approx(expected, rel=1e-5), kind
