@@ -17,6 +17,25 @@ template <typename T>
 using Compute = std::conditional_t<
     std::is_same_v<T, c10::Half> || std::is_same_v<T, c10::BFloat16>, float, T>;
 
+// Calls fn(T{}) for the C++ type of a floating `dtype`; kNotSupported for the
+// others, so that a kernel defined for floating dtypes is instantiated for
+// four types rather than ten.
+template <typename Fn>
+torch_backend::Status visit_floating_dtype(torch_backend::DType dtype, Fn fn) {
+  switch (dtype) {
+    case torch_backend::DType::Float16:
+      return fn(c10::Half{});
+    case torch_backend::DType::BFloat16:
+      return fn(c10::BFloat16{});
+    case torch_backend::DType::Float32:
+      return fn(float{});
+    case torch_backend::DType::Float64:
+      return fn(double{});
+    default:
+      return torch_backend::kNotSupported;
+  }
+}
+
 // Calls fn(T{}) for the C++ type of `dtype`.
 template <typename Fn>
 torch_backend::Status visit_dtype(torch_backend::DType dtype, Fn fn) {
@@ -33,33 +52,8 @@ torch_backend::Status visit_dtype(torch_backend::DType dtype, Fn fn) {
       return fn(std::int32_t{});
     case torch_backend::DType::Int64:
       return fn(std::int64_t{});
-    case torch_backend::DType::Float16:
-      return fn(c10::Half{});
-    case torch_backend::DType::BFloat16:
-      return fn(c10::BFloat16{});
-    case torch_backend::DType::Float32:
-      return fn(float{});
-    case torch_backend::DType::Float64:
-      return fn(double{});
-  }
-  return torch_backend::kNotSupported;
-}
-
-// visit_dtype for the floating dtypes only (others: kNotSupported), so that a
-// kernel defined for them is instantiated for four types rather than ten.
-template <typename Fn>
-torch_backend::Status visit_floating_dtype(torch_backend::DType dtype, Fn fn) {
-  switch (dtype) {
-    case torch_backend::DType::Float16:
-      return fn(c10::Half{});
-    case torch_backend::DType::BFloat16:
-      return fn(c10::BFloat16{});
-    case torch_backend::DType::Float32:
-      return fn(float{});
-    case torch_backend::DType::Float64:
-      return fn(double{});
     default:
-      return torch_backend::kNotSupported;
+      return visit_floating_dtype(dtype, fn);
   }
 }
 
