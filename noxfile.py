@@ -79,7 +79,7 @@ WHEEL_PACKAGES = ("torch-backend-core", *BACKENDS.values())
 # Compiler command lines name sources relative to the build folder, so ccache
 # serves a package's second build (editable, wheel, another clone) from the first.
 os.environ.setdefault("CCACHE_BASEDIR", str(ROOT))
-# Core's libraries compiled eight sources to a unit (its CMakeLists.txt): torch's headers parsed once per unit.
+# Core's libraries compiled as one unit each (its CMakeLists.txt): torch's headers parsed once per library.
 os.environ.setdefault("TORCH_BACKEND_UNITY_BUILD", "1")
 
 

@@ -32,7 +32,7 @@ class DeviceGenerator final : public at::CPUGeneratorImpl {
   }
 };
 
-c10::DeviceIndex resolve(c10::DeviceIndex device) {
+c10::DeviceIndex checked_device_index(c10::DeviceIndex device) {
   device = device < 0 ? current_device_index() : device;
   check_device_index(device);
   return device;
@@ -50,11 +50,11 @@ const at::Generator& default_generator(c10::DeviceIndex device) {
           static_cast<c10::DeviceIndex>(d), c10::default_rng_seed_val));
     }
   });
-  return (*generators)[resolve(device)];
+  return (*generators)[checked_device_index(device)];
 }
 
 at::Generator new_generator(c10::DeviceIndex device) {
-  return at::make_generator<DeviceGenerator>(resolve(device),
+  return at::make_generator<DeviceGenerator>(checked_device_index(device),
                                              c10::default_rng_seed_val);
 }
 

@@ -34,7 +34,8 @@ const char* op_name(c10d::ReduceOp::RedOpType op) {
 }
 
 Buffer bytes_of(const at::Tensor& tensor) {
-  return {tensor.data_ptr(), tensor.numel() * tensor.element_size(),
+  return {tensor.data_ptr(),
+          static_cast<std::size_t>(tensor.numel()) * tensor.element_size(),
           DType::UInt8};
 }
 

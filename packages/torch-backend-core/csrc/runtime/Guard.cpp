@@ -23,7 +23,7 @@ using c10::Stream;
 
 // Runs `fn` with `device` current, restoring the caller's device.
 template <typename Fn>
-auto on_device(DeviceIndex device, Fn&& fn) {
+auto with_current_device(DeviceIndex device, Fn&& fn) {
   const int previous = current_device();
   set_current_device(device);
   struct Restore {
@@ -97,7 +97,7 @@ class DeviceGuardImpl final : public c10::impl::DeviceGuardImplInterface {
   bool queryStream(const Stream& stream) const override {
     refuse_while_capturing(stream, "querying whether its work is done",
                            kHostSyncAdvice);
-    return on_device(stream.device_index(), [&] {
+    return with_current_device(stream.device_index(), [&] {
       bool complete = false;
       TORCH_BACKEND_CHECK(
           active_runtime().stream_query(native_stream(stream), &complete));
@@ -109,7 +109,7 @@ class DeviceGuardImpl final : public c10::impl::DeviceGuardImplInterface {
   }
 
   void synchronizeStream(const Stream& stream) const override {
-    on_device(stream.device_index(), [&] {
+    with_current_device(stream.device_index(), [&] {
       synchronize_stream(stream);
       return 0;
     });
@@ -128,7 +128,7 @@ class DeviceGuardImpl final : public c10::impl::DeviceGuardImplInterface {
   void synchronizeDevice(DeviceIndex device) const override {
     refuse_while_device_captures(device, "synchronizing the device",
                                  kHostSyncAdvice);
-    on_device(device, [device] {
+    with_current_device(device, [device] {
       TORCH_BACKEND_CHECK(active_runtime().synchronize_device());
       check_device_dependencies(device);
       return 0;
@@ -150,7 +150,7 @@ class DeviceGuardImpl final : public c10::impl::DeviceGuardImplInterface {
                 "Event device index ", device_index,
                 " does not match recording stream's device index ",
                 stream.device_index(), ".");
-    on_device(stream.device_index(), [&] {
+    with_current_device(stream.device_index(), [&] {
       if (*event == nullptr) {
         // BACKEND_DEFAULT is what torch.Event(enable_timing=True) asks for.
         TORCH_BACKEND_CHECK(active_runtime().event_create(
@@ -167,7 +167,7 @@ class DeviceGuardImpl final : public c10::impl::DeviceGuardImplInterface {
     if (event == nullptr) {
       return;  // never recorded: nothing to wait for
     }
-    on_device(stream.device_index(), [&] {
+    with_current_device(stream.device_index(), [&] {
       TORCH_BACKEND_CHECK(
           active_runtime().stream_wait_event(native_stream(stream), event));
       note_event_waited(event, stream);

@@ -11,7 +11,7 @@ std::atomic<bool> g_op_report_open{false};
 
 namespace {
 
-std::mutex g_mutex;
+std::mutex g_rows_mutex;
 std::map<std::string, OpReportRow>& rows() {
   static auto* table = new std::map<std::string, OpReportRow>();  // leaked:
   return *table;  // a hook may run during static destruction
@@ -30,7 +30,7 @@ std::string qualified_op_name(const c10::OperatorName& name) {
 
 void count_op_call(const std::string& op, OpPath path,
                    std::int64_t bytes_copied, std::int64_t host_ns) {
-  std::lock_guard<std::mutex> lock(g_mutex);
+  std::lock_guard<std::mutex> lock(g_rows_mutex);
   if (!op_report_open()) {
     return;  // closed while the call ran
   }
@@ -61,7 +61,7 @@ FallbackCallCount::~FallbackCallCount() {
 }
 
 void open_op_report() {
-  std::lock_guard<std::mutex> lock(g_mutex);
+  std::lock_guard<std::mutex> lock(g_rows_mutex);
   TORCH_CHECK(!op_report_open(),
               "an op report is already open in this process (one at a time)");
   rows().clear();
@@ -69,7 +69,7 @@ void open_op_report() {
 }
 
 std::vector<OpReportRow> close_op_report() {
-  std::lock_guard<std::mutex> lock(g_mutex);
+  std::lock_guard<std::mutex> lock(g_rows_mutex);
   g_op_report_open.store(false, std::memory_order_relaxed);
   std::vector<OpReportRow> out;
   out.reserve(rows().size());

@@ -92,14 +92,14 @@ struct Arguments {
   std::string variant;  // "_tanh" for approximate='tanh'
   bool reversed_inputs = false;
 };
-void gather(Arguments&, const Tensor&) {}
-void gather(Arguments& args, const c10::Scalar& value) {
+void gather_argument(Arguments&, const Tensor&) {}
+void gather_argument(Arguments& args, const c10::Scalar& value) {
   args.scalars.emplace_back(value);
 }
-void gather(Arguments& args, const std::optional<c10::Scalar>& value) {
+void gather_argument(Arguments& args, const std::optional<c10::Scalar>& value) {
   args.scalars.push_back(value);
 }
-void gather(Arguments& args, c10::string_view value) {
+void gather_argument(Arguments& args, c10::string_view value) {
   if (value != "none") {
     args.variant = "_" + std::string(value);
   }
@@ -317,7 +317,7 @@ struct Wrappers<Meta, void (Meta::*)(const Tensor&, Rest...)> {
     Functional<Meta> iter;
     iter.meta(self, rest...);
     Arguments args;
-    (gather(args, rest), ...);
+    (gather_argument(args, rest), ...);
     if (run(*Op, iter, args)) {
       return iter.outputs_[0];
     }
@@ -331,7 +331,7 @@ struct Wrappers<Meta, void (Meta::*)(const Tensor&, Rest...)> {
     Out<Meta> iter(out);
     iter.meta(self, rest...);
     Arguments args;
-    (gather(args, rest), ...);
+    (gather_argument(args, rest), ...);
     if (!run(*Op, iter, args)) {
       torch::jit::Stack stack{boxed(self), boxed(rest)..., out};
       fall_back(*Op->out, stack);
@@ -344,7 +344,7 @@ struct Wrappers<Meta, void (Meta::*)(const Tensor&, Rest...)> {
     InPlace<Meta> iter(self);
     iter.meta(self, rest...);
     Arguments args;
-    (gather(args, rest), ...);
+    (gather_argument(args, rest), ...);
     if (!run(*Op, iter, args)) {
       torch::jit::Stack stack{boxed(self), boxed(rest)...};
       fall_back(*Op->inplace, stack);

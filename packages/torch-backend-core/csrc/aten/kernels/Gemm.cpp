@@ -102,10 +102,10 @@ struct GemmOp {
 };
 
 template <class Meta, class Operands, class Signature>
-struct Wrappers;
+struct GemmWrappers;
 
 template <class Meta, class Operands, class... Rest>
-struct Wrappers<Meta, Operands, void (Meta::*)(const Tensor&, Rest...)> {
+struct GemmWrappers<Meta, Operands, void (Meta::*)(const Tensor&, Rest...)> {
   template <const GemmOp* Op>
   static Tensor functional(const Tensor& self, Rest... rest) {
     Functional<Meta> meta;
@@ -160,7 +160,7 @@ std::vector<std::string> register_gemm_kernels(torch::Library& aten) {
 #define TORCH_BACKEND_REGISTER_GEMM(id, Meta, Operands, fn_name, out_name, \
                                     inplace_name)                          \
   {                                                                        \
-    using Impl = Wrappers<Meta, Operands, decltype(&Meta::meta)>;          \
+    using Impl = GemmWrappers<Meta, Operands, decltype(&Meta::meta)>;      \
     id##_op = {handle(fn_name), handle(out_name), handle(inplace_name)};   \
     add(fn_name, TORCH_FN(Impl::template functional<&id##_op>));           \
     add(out_name, TORCH_FN(Impl::template out<&id##_op>));                 \

@@ -40,10 +40,6 @@ Tensor checked_indices(const Tensor& index, int64_t size,
   return indices;
 }
 
-Tensor at_least_1d(const Tensor& tensor) {
-  return tensor.dim() == 0 ? tensor.unsqueeze(0) : tensor;
-}
-
 // False when the backend declined (dtype) or lacks the kernel.
 bool run_index_select(const Tensor& out, const Tensor& self, int64_t dim,
                       const Tensor& index) {

@@ -30,6 +30,12 @@ namespace torch_backend {
 // A tensor's own sizes and strides (not coalesced).
 TensorView view_of(const at::Tensor& tensor);
 
+// A 0-dim tensor as one element (softmax and indexing take a scalar as a
+// vector of one).
+inline at::Tensor at_least_1d(const at::Tensor& tensor) {
+  return tensor.dim() == 0 ? tensor.unsqueeze(0) : tensor;
+}
+
 // The tensors a kernel call's views point into, kept alive until the kernel
 // has been enqueued. A temporary (x.contiguous() of a strided x) would
 // otherwise go back to the caching allocator before the launch, and a

@@ -96,12 +96,14 @@ bool run_backward(const Tensor& grad_input, const Tensor& grad_output,
       nll_loss_backward_kernel()(kernel_context(input.device()), call));
 }
 
-std::optional<c10::OperatorHandle> forward_op, forward_out_op, backward_op,
-    backward_out_op;
+std::optional<c10::OperatorHandle> nll_forward_op, nll_forward_out_op,
+    nll_backward_op, nll_backward_out_op;
 
-std::tuple<Tensor, Tensor> forward(const Tensor& self, const Tensor& target,
-                                   const OptionalTensor& weight,
-                                   int64_t reduction, int64_t ignore_index) {
+std::tuple<Tensor, Tensor> nll_loss_forward(const Tensor& self,
+                                            const Tensor& target,
+                                            const OptionalTensor& weight,
+                                            int64_t reduction,
+                                            int64_t ignore_index) {
   Functional<at::meta::structured_nll_loss_forward> meta;
   meta.meta(self, target, weight_ref(weight), reduction, ignore_index);
   auto& [output, total_weight] = meta.outputs_;
@@ -110,31 +112,29 @@ std::tuple<Tensor, Tensor> forward(const Tensor& self, const Tensor& target,
     return {output, total_weight};
   }
   torch::jit::Stack stack{self, target, weight, reduction, ignore_index};
-  fall_back(*forward_op, stack);
+  fall_back(*nll_forward_op, stack);
   return {stack[0].toTensor(), stack[1].toTensor()};
 }
 
-std::tuple<Tensor&, Tensor&> forward_out(const Tensor& self,
-                                         const Tensor& target,
-                                         const OptionalTensor& weight,
-                                         int64_t reduction,
-                                         int64_t ignore_index, Tensor& output,
-                                         Tensor& total_weight) {
+std::tuple<Tensor&, Tensor&> nll_loss_forward_out(
+    const Tensor& self, const Tensor& target, const OptionalTensor& weight,
+    int64_t reduction, int64_t ignore_index, Tensor& output,
+    Tensor& total_weight) {
   Out<at::meta::structured_nll_loss_forward> meta(output, total_weight);
   meta.meta(self, target, weight_ref(weight), reduction, ignore_index);
   if (!run_forward(output, total_weight, self, target, weight, reduction,
                    ignore_index)) {
     torch::jit::Stack stack{self,         target, weight,      reduction,
                             ignore_index, output, total_weight};
-    fall_back(*forward_out_op, stack);
+    fall_back(*nll_forward_out_op, stack);
   }
   return {output, total_weight};
 }
 
-Tensor backward(const Tensor& grad_output, const Tensor& self,
-                const Tensor& target, const OptionalTensor& weight,
-                int64_t reduction, int64_t ignore_index,
-                const Tensor& total_weight) {
+Tensor nll_loss_backward(const Tensor& grad_output, const Tensor& self,
+                         const Tensor& target, const OptionalTensor& weight,
+                         int64_t reduction, int64_t ignore_index,
+                         const Tensor& total_weight) {
   Functional<at::meta::structured_nll_loss_backward> meta;
   meta.meta(grad_output, self, target, weight_ref(weight), reduction,
             ignore_index, total_weight);
@@ -144,14 +144,15 @@ Tensor backward(const Tensor& grad_output, const Tensor& self,
   }
   torch::jit::Stack stack{grad_output, self,         target,      weight,
                           reduction,   ignore_index, total_weight};
-  fall_back(*backward_op, stack);
+  fall_back(*nll_backward_op, stack);
   return stack.back().toTensor();
 }
 
-Tensor& backward_out(const Tensor& grad_output, const Tensor& self,
-                     const Tensor& target, const OptionalTensor& weight,
-                     int64_t reduction, int64_t ignore_index,
-                     const Tensor& total_weight, Tensor& grad_input) {
+Tensor& nll_loss_backward_out(const Tensor& grad_output, const Tensor& self,
+                              const Tensor& target,
+                              const OptionalTensor& weight, int64_t reduction,
+                              int64_t ignore_index, const Tensor& total_weight,
+                              Tensor& grad_input) {
   Out<at::meta::structured_nll_loss_backward> meta(grad_input);
   meta.meta(grad_output, self, target, weight_ref(weight), reduction,
             ignore_index, total_weight);
@@ -160,7 +161,7 @@ Tensor& backward_out(const Tensor& grad_output, const Tensor& self,
     torch::jit::Stack stack{grad_output,  self,      target,
                             weight,       reduction, ignore_index,
                             total_weight, grad_input};
-    fall_back(*backward_out_op, stack);
+    fall_back(*nll_backward_out_op, stack);
   }
   return grad_input;
 }
@@ -171,14 +172,16 @@ std::vector<std::string> register_loss_kernels(torch::Library& aten) {
   if (nll_loss_kernel() == nullptr) {
     return {};
   }
-  forward_op = find_op("nll_loss_forward");
-  forward_out_op = find_op("nll_loss_forward.output");
-  backward_op = find_op("nll_loss_backward");
-  backward_out_op = find_op("nll_loss_backward.grad_input");
-  register_kernel(aten, "nll_loss_forward", TORCH_FN(forward));
-  register_kernel(aten, "nll_loss_forward.output", TORCH_FN(forward_out));
-  register_kernel(aten, "nll_loss_backward", TORCH_FN(backward));
-  register_kernel(aten, "nll_loss_backward.grad_input", TORCH_FN(backward_out));
+  nll_forward_op = find_op("nll_loss_forward");
+  nll_forward_out_op = find_op("nll_loss_forward.output");
+  nll_backward_op = find_op("nll_loss_backward");
+  nll_backward_out_op = find_op("nll_loss_backward.grad_input");
+  register_kernel(aten, "nll_loss_forward", TORCH_FN(nll_loss_forward));
+  register_kernel(aten, "nll_loss_forward.output",
+                  TORCH_FN(nll_loss_forward_out));
+  register_kernel(aten, "nll_loss_backward", TORCH_FN(nll_loss_backward));
+  register_kernel(aten, "nll_loss_backward.grad_input",
+                  TORCH_FN(nll_loss_backward_out));
   return {"nll_loss_forward", "nll_loss_forward.output", "nll_loss_backward",
           "nll_loss_backward.grad_input"};
 }

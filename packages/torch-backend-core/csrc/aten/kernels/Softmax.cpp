@@ -26,11 +26,6 @@ struct SoftmaxOp {
   std::optional<c10::OperatorHandle> functional, out;
 };
 
-// A 0-dim tensor is softmaxed as one element.
-Tensor at_least_1d(const Tensor& tensor) {
-  return tensor.dim() == 0 ? tensor.unsqueeze(0) : tensor;
-}
-
 bool run_forward(const SoftmaxOp& op, const Tensor& out, const Tensor& self,
                  int64_t dim) {
   if (!kernel_dtypes(out, self) || !at::isFloatingType(out.scalar_type())) {
