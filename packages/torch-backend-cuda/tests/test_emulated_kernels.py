@@ -12,6 +12,7 @@ test_gpu.py on the GPU machines.
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -28,12 +29,20 @@ def run(args: list[str], env: dict[str, str], timeout: float = 1800) -> subproce
     return out
 
 
+# Where the emulated backend is written and built: in the repository's build/ folder, not pytest's numbered
+# temporary one, so that its compiler command lines are the same in every run and clone (relative to
+# CCACHE_BASEDIR, the repository, in CI) and ccache serves the portable kernels' 40 s compile from the last run.
+EMULATION = PACKAGE.parents[1] / "build" / "tests-gpu-emulation"
+
+
 @pytest.fixture(scope="module")
-def emulated(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
+def emulated() -> dict[str, str]:
     """The environment of a process whose backend, `gpuemu`, runs the portable kernels on the host."""
     if not (CUDA_INCLUDE / "cuda_fp16.h").is_file():
         pytest.skip(f"no CUDA toolkit headers at {CUDA_INCLUDE} (cuda_fp16.h)")
-    root = tmp_path_factory.mktemp("emulation")
+    root = EMULATION
+    shutil.rmtree(root, ignore_errors=True)  # a fresh scaffold every run
+    root.mkdir(parents=True)
     run(["-m", "torch_backend", "new", "gpuemu", "--dest", str(root)], os.environ.copy())
     project = root / "torch-backend-gpuemu"
     # The gpu backend's kernels replace the scaffold's two examples.

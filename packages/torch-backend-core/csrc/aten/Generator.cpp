@@ -32,12 +32,6 @@ class DeviceGenerator final : public at::CPUGeneratorImpl {
   }
 };
 
-c10::DeviceIndex checked_device_index(c10::DeviceIndex device) {
-  device = device < 0 ? current_device_index() : device;
-  check_device_index(device);
-  return device;
-}
-
 }  // namespace
 
 const at::Generator& default_generator(c10::DeviceIndex device) {

@@ -38,10 +38,6 @@ c10::Device device_of(c10::DeviceIndex index) {
   return {c10::DeviceType::PrivateUse1, index};
 }
 
-c10::DeviceIndex resolve(c10::DeviceIndex device) {
-  return device < 0 ? current_device_index() : device;
-}
-
 void create_pool(c10::DeviceIndex device, int klass) {
   int least = 0;
   int greatest = 0;
@@ -62,13 +58,19 @@ c10::DeviceIndex current_device_index() {
   return static_cast<c10::DeviceIndex>(current_device());
 }
 
+c10::DeviceIndex checked_device_index(c10::DeviceIndex device) {
+  device = device < 0 ? current_device_index() : device;
+  check_device_index(device);
+  return device;
+}
+
 c10::Stream default_stream(c10::DeviceIndex device) {
-  return c10::Stream(c10::Stream::UNSAFE, device_of(resolve(device)), 0);
+  return c10::Stream(c10::Stream::UNSAFE,
+                     device_of(checked_device_index(device)), 0);
 }
 
 c10::Stream current_stream(c10::DeviceIndex device) {
-  device = resolve(device);
-  check_device_index(device);
+  device = checked_device_index(device);
   return c10::Stream(c10::Stream::UNSAFE, device_of(device),
                      current_ids[device]);
 }
@@ -82,8 +84,7 @@ void set_current_stream(const c10::Stream& stream) {
 }
 
 c10::Stream stream_from_pool(c10::DeviceIndex device, int priority) {
-  device = resolve(device);
-  check_device_index(device);
+  device = checked_device_index(device);
   const int klass = priority < 0 ? 1 : 0;
   DevicePools& p = pools(device);
   std::call_once(p.created[klass], [&] { create_pool(device, klass); });

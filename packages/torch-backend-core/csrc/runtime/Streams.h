@@ -24,5 +24,8 @@ StreamHandle native_stream(const c10::Stream& stream);
 void synchronize_stream(const c10::Stream& stream);
 // Current device of the calling thread, from the runtime.
 c10::DeviceIndex current_device_index();
+// The current device for a negative index, else `device`, which must name a
+// device (a clear error otherwise): how per-device calls read their argument.
+c10::DeviceIndex checked_device_index(c10::DeviceIndex device);
 
 }  // namespace torch_backend
