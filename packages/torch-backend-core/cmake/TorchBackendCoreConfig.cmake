@@ -4,6 +4,7 @@
 #   torch_backend_add_device_library(torch_backend_mydev SOURCES MyDevice.cpp)
 include("${CMAKE_CURRENT_LIST_DIR}/TorchBackendCoreTargets.cmake")
 set(_TORCH_BACKEND_CORE_DIR "${CMAKE_CURRENT_LIST_DIR}")
+include("${CMAKE_CURRENT_LIST_DIR}/TorchBackendUnity.cmake")
 
 # Backends name core's headers through a link in their own build folder, not
 # through where core is installed (its source tree when editable, a venv's
@@ -33,4 +34,10 @@ function(torch_backend_add_device_library name)
     CXX_VISIBILITY_PRESET hidden
     INSTALL_RPATH "$ORIGIN/../../torch_backend/lib;$ORIGIN/../../torch/lib")
   install(TARGETS ${name} LIBRARY DESTINATION lib)
+  # At the end of the calling CMakeLists.txt, once its own source settings and
+  # target_sources() are known: those decide which sources join the unit. (A
+  # deferred call reads its arguments when it runs, outside this function: the
+  # name is written into it now.)
+  cmake_language(EVAL CODE
+    "cmake_language(DEFER CALL torch_backend_unity_build_if_asked [[${name}]])")
 endfunction()

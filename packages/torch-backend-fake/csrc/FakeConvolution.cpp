@@ -22,6 +22,7 @@
 namespace {
 
 using fake::host_tensor;
+using fake::optional_tensor;
 using torch_backend::ConvolutionParams;
 using torch_backend::Pool2dParams;
 using torch_backend::Status;
@@ -40,13 +41,6 @@ struct ConvolutionArguments {
         output_padding(first(p.output_padding, p.spatial_dims)) {}
   std::vector<int64_t> stride, padding, dilation, output_padding;
 };
-
-std::optional<at::Tensor> optional_tensor(const TensorView& view) {
-  if (view.data == nullptr) {
-    return std::nullopt;
-  }
-  return host_tensor(view);
-}
 
 }  // namespace
 

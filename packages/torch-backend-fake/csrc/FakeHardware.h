@@ -40,14 +40,17 @@
 
 #include <torch_backend/DeviceRuntime.h>
 
+#include "FaultInjection.h"
+
 namespace fake {
 
 using torch_backend::Status;
 using Clock = std::chrono::steady_clock;
 
-// The machine's status codes (FaultInjection.h adds 7 and 8).
+// The machine's status codes (FaultInjection.h adds 7 and 8, and gives out of
+// memory its value).
 enum Code : Status {
-  kOutOfMemory = 1,
+  kOutOfMemory = kOutOfMemoryStatus,
   kInvalidDevice = 2,
   kInvalidPointer = 3,
   kInvalidValue = 4,

@@ -53,6 +53,7 @@ namespace {
 
 using fake::Compute;
 using fake::host_tensor;
+using fake::optional_tensor;
 using fake::visit_dtype;
 using torch_backend::KernelContext;
 using torch_backend::kNotSupported;
@@ -205,11 +206,6 @@ Status log_softmax_backward_kernel(const KernelContext& ctx,
                                        result.scalar_type());
   });
   return kSuccess;
-}
-
-std::optional<at::Tensor> optional_tensor(const TensorView& view) {
-  return view.data != nullptr ? std::optional<at::Tensor>(host_tensor(view))
-                              : std::nullopt;
 }
 
 Status nll_loss_kernel(const KernelContext& ctx,

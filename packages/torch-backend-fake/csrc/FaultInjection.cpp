@@ -11,8 +11,6 @@
 namespace fake {
 namespace {
 
-constexpr int kOutOfMemory = 1;  // FakeStatus::kOutOfMemory
-
 const std::pair<const char*, Operation> kNames[] = {
     {"malloc", Operation::Malloc},
     {"host_malloc", Operation::HostMalloc},
@@ -118,7 +116,7 @@ int FaultInjector::check_slow(Operation operation, int device) {
       --it->calls_left;
       continue;
     }
-    const int status = it->out_of_memory ? kOutOfMemory : kInjectedFault;
+    const int status = it->out_of_memory ? kOutOfMemoryStatus : kInjectedFault;
     if (--it->times == 0) {
       faults_.erase(it);
       update_armed();

@@ -46,8 +46,10 @@ enum class Operation {
   CollectiveHang,  // a collective never completes (a hung rank) until aborted
 };
 
-// Statuses a fault returns (the machine's own codes, fake::Code in
-// FakeHardware.h, leave these two free).
+// Statuses a fault returns: a failed allocation is the machine's own
+// out-of-memory code (fake::Code in FakeHardware.h takes its value from here),
+// the other two are left free by the machine's codes.
+constexpr int kOutOfMemoryStatus = 1;
 constexpr int kInjectedFault = 7;
 constexpr int kDeviceLost = 8;
 

@@ -6,6 +6,8 @@
 #include <ATen/core/Tensor.h>
 #include <ATen/ops/from_blob.h>
 
+#include <optional>
+
 #include <torch_backend/DeviceKernels.h>
 
 namespace fake {
@@ -45,6 +47,14 @@ inline at::Tensor host_tensor(const torch_backend::TensorView& view) {
   return at::from_blob(data, at::IntArrayRef(view.sizes, view.dim),
                        at::IntArrayRef(view.strides, view.dim),
                        at::TensorOptions().dtype(dtype));
+}
+
+// An optional tensor argument (a bias, a weight): absent when its descriptor
+// has no memory.
+inline std::optional<at::Tensor> optional_tensor(
+    const torch_backend::TensorView& view) {
+  return view.data != nullptr ? std::optional<at::Tensor>(host_tensor(view))
+                              : std::nullopt;
 }
 
 }  // namespace fake
