@@ -42,6 +42,11 @@ def _package_dir(name: str) -> str | None:
 BUILD_INFO = "_build_info.json"
 
 
+def _build_tag(torch_version: str) -> str:
+    """torch's release and Python's, e.g. torch2.11.0-py312: what a build folder is kept for."""
+    return f"torch{torch_version}-py{sys.version_info.major}{sys.version_info.minor}"
+
+
 def _torch_version() -> str:
     """The installed torch's release ("2.13.0"), read without importing torch."""
     try:
@@ -65,9 +70,10 @@ class CMakeBuildHook(BuildHookInterface):
         package = self.config["package"]
         editable = version == "editable"
         torch_version = _torch_version()
-        # Build folders are kept per torch release: objects compiled against
-        # one torch's headers never mix with another's.
-        build_dir = root / "build" / f"{'editable' if editable else 'wheel'}-torch{torch_version}"
+        # Build folders are kept per torch release and Python: objects compiled
+        # against one torch's headers never mix with another's, and CMake's
+        # cache, which holds the Python it found, is not reused by another.
+        build_dir = root / "build" / f"{'editable' if editable else 'wheel'}-{_build_tag(torch_version)}"
         if editable:
             prefix = root / "src" / package
         else:
@@ -124,8 +130,8 @@ class CMakeBuildHook(BuildHookInterface):
         core_source = root.parent / "torch-backend-core"
         if not (core_source / "CMakeLists.txt").exists():
             raise RuntimeError("torch-backend-core is not installed: pip install torch-backend-core first")
-        staged = root / "build" / f"core-prefix-torch{_torch_version()}"
-        core_build = root / "build" / f"core-torch{_torch_version()}"
+        staged = root / "build" / f"core-prefix-{_build_tag(_torch_version())}"
+        core_build = root / "build" / f"core-{_build_tag(_torch_version())}"
         _run(self._configure_command(core_source, core_build, []), root)
         _run(["cmake", "--build", str(core_build)], root)
         _run(["cmake", "--install", str(core_build), "--prefix", str(staged)], root)
