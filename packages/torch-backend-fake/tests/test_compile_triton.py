@@ -167,6 +167,36 @@ def test_the_device_has_a_triton_backend_of_its_own(interpreted: bool) -> None:
     assert got["target"] == ["fake", 80, 32]
 
 
+# One kernel compiled for fake's target and for CUDA's, of the same architecture, into one Triton cache.
+SHARED_CACHE_PROGRAM = """
+import json, os, triton, triton.language as tl
+import torch._inductor.compile_fx  # Inductor loads: core registers fake's Triton backend
+from triton.backends.compiler import GPUTarget
+from triton.compiler import ASTSource
+
+@triton.jit
+def add_one(x_ptr, n, BLOCK: tl.constexpr):
+    i = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    tl.store(x_ptr + i, tl.load(x_ptr + i, mask=i < n) + 1, mask=i < n)
+
+source = ASTSource(add_one, {"x_ptr": "*fp32", "n": "i32", "BLOCK": "constexpr"}, constexprs={"BLOCK": 128})
+targets = [triton.compile(source, target=GPUTarget(name, 80, 32)).metadata.target.backend for name in ("fake", "cuda")]
+print(json.dumps({"targets": targets, "entries": len(os.listdir(os.environ["TRITON_CACHE_DIR"]))}))
+"""
+
+
+def test_triton_cache_keeps_the_devices_kernels_apart_from_the_vendors(tmp_path: Path) -> None:
+    # With the vendor compiler's cache key alone, the CUDA compile found the kernel the device's compile
+    # had cached and loaded it with the device's target: on an H200, compiled CUDA steps in a process
+    # beside one that had compiled for gpu failed with "0 compatible backends for target (gpu)".
+    program = tmp_path / "shared_cache.py"  # a file: triton.jit reads the kernel's source
+    program.write_text(SHARED_CACHE_PROGRAM)
+    out = run(str(program), TRITON_INTERPRET="0", TRITON_CACHE_DIR=str(tmp_path / "triton"))
+    assert out.returncode == 0, out.stderr[-3000:]
+    got = json.loads(out.stdout.splitlines()[-1])
+    assert got == {"targets": ["fake", "cuda"], "entries": 2}
+
+
 # NVIDIA's driver made active, as on a GPU machine where the gpu backend runs beside a usable CUDA.
 VENDOR_ACTIVE_PROGRAM = """
 import json, torch, triton.backends

@@ -189,6 +189,13 @@ def _device_compiler(device_name: str, vendor_compiler: type, vendor_target_name
                 del self.supports_target
             self.device_target = target
 
+        def hash(self) -> str:
+            # Part of Triton's cache key. The vendor's alone would give a kernel compiled for
+            # the device and the same kernel for the vendor's own device (CUDA's, beside gpu)
+            # one entry, and a process compiling for one would load the other's (whose target
+            # it has no compiler for: "0 compatible backends for target (gpu)" on an H200).
+            return f"{device_name}-{super().hash()}"
+
     DeviceCompiler.__name__ = DeviceCompiler.__qualname__ = f"{device_name.title()}{vendor_compiler.__name__}"
     return DeviceCompiler
 
