@@ -247,3 +247,31 @@ if not KERNELS and not DISCRETE:
         # Whether importing torch imports the compiler, and Inductor's cache key for the kind of memory, are
         # the same with kernels on.
         rerun_with_kernels(__file__, timeout=900, leave_out=("import_torch_does_not_import", "cached_kernels"))
+
+
+def test_reduce_overhead_keeps_random_ops_on_the_backends_kernels_without_a_device_randint(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Inductor seeds its Triton kernels' random numbers with aten.randint on the device. Without a device
+    # kernel for it (random_.from: fake has none, gpu neither) it runs on the CPU fallback, which a graph
+    # capture cannot record: the kit's reduce-overhead training with dropout fell back to eager on an
+    # H200. The device compiler's choice for Triton kernels a capture can record (fake's run only in the
+    # interpreter, so that case is made up here; gpu's kit checks the replay itself).
+    import torch._inductor.compile_fx as compile_fx_module
+
+    from torch_backend._activation import active_backend
+    from torch_backend._compile import inductor
+
+    assert not inductor.draws_integers_on_device()
+    chosen: list[dict] = []
+    monkeypatch.setattr(inductor, "codegen_kind", lambda backend: "triton")
+    monkeypatch.setattr(inductor, "kernels_capturable", lambda backend, kind: True)
+    monkeypatch.setattr(
+        compile_fx_module, "compile_fx", lambda gm, inputs, config_patches: chosen.append(config_patches)
+    )
+    compiler = inductor.device_compiler(active_backend())
+    compiler(None, [], mode="reduce-overhead")
+    compiler(None, [])  # no device graphs: Inductor's random kernels, seeded through the fallback
+    assert chosen[0]["triton.cudagraphs"] and chosen[0]["fallback_random"] is True
+    assert "fallback_by_default" not in chosen[0]  # the rest stays on Inductor's Triton kernels
+    assert chosen[1] == {}

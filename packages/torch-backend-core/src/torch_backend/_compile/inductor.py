@@ -115,6 +115,13 @@ def kernels_capturable(backend: Backend, kind: str) -> bool:
     return True
 
 
+def draws_integers_on_device() -> bool:
+    """Whether the active backend has a device kernel for ``random_.from`` (``aten.randint``)."""
+    from torch_backend import _C
+
+    return any(op == "random_.from" and on_device for op, _family, _kernel, on_device, _forced in _C._op_table())
+
+
 def device_compiler(backend: Backend) -> Callable[..., Any]:
     """The Dynamo backend named after the device: ``torch.compile(model, backend="fake")``.
 
@@ -139,6 +146,11 @@ def device_compiler(backend: Backend) -> Callable[..., Any]:
             # for device graphs (reduce-overhead) where a capture cannot record Inductor's.
             # Random ops too (the backend's draw what eager draws, and are graph-safe).
             patches.setdefault("fallback_by_default", True)
+            patches.setdefault("fallback_random", True)
+        elif patches.get("triton.cudagraphs") and not draws_integers_on_device():
+            # Inductor seeds its random kernels with aten.randint on the device; without a device
+            # kernel for it that runs on the CPU fallback, which a capture cannot record. Random
+            # ops then run on the backend's own kernels (dropout's is graph-safe), as eager.
             patches.setdefault("fallback_random", True)
         return compile_fx(gm, example_inputs, config_patches=patches)
 
