@@ -6,8 +6,8 @@
 # --pending: only what has never run on a GPU, most important first, each step capped so that a
 # 15-minute lease settles most of it (cuDNN convolutions and pooling, multi-tensor kernels, host
 # scalar operands, graphs and expandable segments in the kit, beside NCCL in the package's tests;
-# then alone the sum, GPT, CNN, convolution and ResNet-18 cases against CUDA, compiled steps, and
-# graph replay against CUDAGraph). OUT_DIR/summary.txt gains each step's result as it ends.
+# then alone the sum, GPT, CNN, convolution and ResNet-18 cases against CUDA, compiled steps, the
+# GPT step's profile, and graph replay against CUDAGraph). OUT_DIR/summary.txt gains each step's result as it ends.
 # Steps, each logged to OUT_DIR/STEP.log (default build/gpu-checks) with its exit status and time:
 #   install   core, cuda and fake: from GPU_CHECKS_WHEELS (a folder of wheels built elsewhere against
 #             this torch and Python: the lent GPU machines reach no registry and their lease is short),
@@ -209,6 +209,11 @@ if [ -n "$pending" ]; then
   show bench 20
   step compile 300 compile_bench --workload MLP
   show compile 10
+  # The worst ratio's ops on both devices (PROFILE_CASES; default the GPT step), for the next fix.
+  mapfile -t profile_cases < <(cases "${PROFILE_CASES:-GPT}")
+  step profile 120 env TORCH_BACKEND=gpu "$python" -m torch_backend.bench.reference --device gpu \
+    --reference cuda --profile "${profile_cases[@]}"
+  show profile 0
   step graphs 120 env TORCH_BACKEND=gpu "$python" -m torch_backend.bench.graphs --device gpu \
     --rounds 2 --repeats 3 --json "$out/graphs-gpu.json"
   show graphs 10
