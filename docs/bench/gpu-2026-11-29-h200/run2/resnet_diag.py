@@ -1,6 +1,8 @@
 """ResNet-18 (torchvision, 8 images 64x64, as the kit) on DEVICE against the CPU: losses of two SGD steps,
 the largest gradient differences after the first backward, in float32 and float64."""
+
 import sys
+
 import torch
 import torchvision
 
