@@ -6,8 +6,8 @@
 # --pending: only what has never run on a GPU, most important first, each step capped so that a
 # 15-minute lease settles most of it (cuDNN convolutions and pooling, multi-tensor kernels, host
 # scalar operands, graphs and expandable segments in the kit, beside NCCL in the package's tests;
-# then alone the sum, GPT, CNN, convolution and ResNet-18 cases against CUDA, compiled steps, the
-# GPT step's profile, and graph replay against CUDAGraph). OUT_DIR/summary.txt gains each step's result as it ends.
+# then alone the sum, GPT, CNN, convolution and ResNet-18 cases against CUDA, compiled steps and
+# their profiles, the GPT step's profile, and graph replay against CUDAGraph). OUT_DIR/summary.txt gains each step's result as it ends.
 # Steps, each logged to OUT_DIR/STEP.log (default build/gpu-checks) with its exit status and time:
 #   install   core, cuda and fake: from GPU_CHECKS_WHEELS (a folder of wheels built elsewhere against
 #             this torch and Python: the lent GPU machines reach no registry and their lease is short),
@@ -156,6 +156,12 @@ compile_bench() {
     TORCH_BACKEND=none "$python" -m torch_backend.bench.compile --device cuda --json "$out/compile-cuda.json" "$@"
 }
 
+# compile_profile [ARGS...]: each compiled step's ops by host time, on gpu and then on cuda.
+compile_profile() {
+  TORCH_BACKEND=gpu "$python" -m torch_backend.bench.compile --profile "$@" &&
+    TORCH_BACKEND=none "$python" -m torch_backend.bench.compile --device cuda --profile "$@"
+}
+
 # gpu's replay against torch.cuda.CUDAGraph's, from the two graphs steps' JSON (at most 1.2x).
 graphs_vs_cuda() {
   "$python" -c '
@@ -171,7 +177,7 @@ sys.exit(worst > 1.2)
 }
 
 export python wheels out known xdist
-export -f install smoke test_files kit compile_bench graphs_vs_cuda
+export -f install smoke test_files kit compile_bench compile_profile graphs_vs_cuda
 
 # cases NAMES: --case arguments of the benchmark, one per ';'-separated part of NAMES (names hold commas).
 cases() {
@@ -209,6 +215,9 @@ if [ -n "$pending" ]; then
   show bench 20
   step compile 300 compile_bench --workload MLP
   show compile 10
+  # Where the compiled step's time goes on each device (Inductor's cache makes the compiles quick).
+  step compile-profile 150 compile_profile --workload MLP
+  show compile-profile 0
   # The worst ratio's ops on both devices (PROFILE_CASES; default the GPT step), for the next fix.
   mapfile -t profile_cases < <(cases "${PROFILE_CASES:-GPT}")
   step profile 120 env TORCH_BACKEND=gpu "$python" -m torch_backend.bench.reference --device gpu \

@@ -102,6 +102,23 @@ def measure(name: str, device: torch.device, repeats: int, iterations: int) -> d
     }
 
 
+def profile(name: str, device: torch.device, iterations: int) -> str:
+    """The compiled step's ops and calls by host time on ``device``, after compiling and warming up: where a
+    compiled step spends what the eager one does not (wrapper code, allocations, launches)."""
+    from torch.profiler import ProfilerActivity, profile
+
+    step = make_step(WORKLOADS[name], device, compiled=True)
+    for _ in range(3):
+        step()
+    torch.accelerator.synchronize()
+    with profile(activities=[ProfilerActivity.CPU]) as prof:
+        for _ in range(iterations):
+            step()
+        torch.accelerator.synchronize()
+    table = prof.key_averages().table(sort_by="cpu_time_total", row_limit=30)
+    return f"== {name}, compiled, on {device.type} ({iterations} steps)\n{table}"
+
+
 def main(argv: list[str] | None = None) -> int:
     import torch_backend
 
@@ -117,6 +134,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--workload", action="append", help="only the workloads whose name contains this (repeatable; default all)"
     )
+    parser.add_argument("--profile", action="store_true", help="instead of timing: each compiled step's ops by time")
     args = parser.parse_args(argv)
     if args.quick:
         args.repeats, args.iterations = 1, 1
@@ -130,6 +148,10 @@ def main(argv: list[str] | None = None) -> int:
         # A smoke run checks that the benchmark runs: every workload takes the same path, and compiling one
         # (on both devices) is most of the run's time.
         names = names[:1]
+    if args.profile:
+        for name in names:
+            print(profile(name, device, args.iterations))
+        return 0
     rows = [measure(name, device, args.repeats, args.iterations) for name in names]
     kind = device.type
     print(
