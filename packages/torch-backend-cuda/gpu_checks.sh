@@ -6,8 +6,9 @@
 # --pending: only what has never run on a GPU, most important first, each step capped so that a
 # 15-minute lease settles most of it (cuDNN convolutions and pooling, multi-tensor kernels, host
 # scalar operands, graphs and expandable segments in the kit, beside NCCL in the package's tests;
-# then alone the sum, GPT, CNN, convolution and ResNet-18 cases against CUDA, compiled steps and
-# their profiles, the GPT step's profile, and graph replay against CUDAGraph). OUT_DIR/summary.txt gains each step's result as it ends.
+# then alone the sum, GPT, CNN, convolution and ResNet-18 cases against CUDA, the sum's kernels under
+# Nsight Compute, compiled steps and their profiles, the GPT step's profile, and graph replay against
+# CUDAGraph). OUT_DIR/summary.txt gains each step's result as it ends.
 # Steps, each logged to OUT_DIR/STEP.log (default build/gpu-checks) with its exit status and time:
 #   install   core, cuda and fake: from GPU_CHECKS_WHEELS (a folder of wheels built elsewhere against
 #             this torch and Python: the lent GPU machines reach no registry and their lease is short),
@@ -156,6 +157,18 @@ compile_bench() {
     TORCH_BACKEND=none "$python" -m torch_backend.bench.compile --device cuda --json "$out/compile-cuda.json" "$@"
 }
 
+# sum_ncu: Nsight Compute's figures (throughput, occupancy, registers, waves) for the kernels of a 64M-element
+# float sum, gpu's and then CUDA's: the sum case is the one where gpu trails CUDA more on an H200 than on an H100.
+sum_ncu() {
+  local ncu program='import torch; x = torch.randn(64 << 20, device="DEVICE"); [x.sum() for _ in range(3)]; torch.accelerator.synchronize()'
+  ncu=$(command -v ncu || ls /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -n 1)
+  [ -n "$ncu" ] || { echo "ncu not found"; return 1; }
+  local args=(--clock-control none --section SpeedOfLight --section Occupancy --section LaunchStats
+    -k "regex:reduce|sums|partials" --launch-skip 2 --launch-count 4)
+  echo "== gpu" && TORCH_BACKEND=gpu "$ncu" "${args[@]}" "$python" -c "${program/DEVICE/gpu}" &&
+    echo "== cuda" && TORCH_BACKEND=none "$ncu" "${args[@]}" "$python" -c "${program/DEVICE/cuda}"
+}
+
 # compile_profile [ARGS...]: each compiled step's ops by host time, on gpu and then on cuda.
 compile_profile() {
   TORCH_BACKEND=gpu "$python" -m torch_backend.bench.compile --profile "$@" &&
@@ -177,7 +190,7 @@ sys.exit(worst > 1.2)
 }
 
 export python wheels out known xdist
-export -f install smoke test_files kit compile_bench compile_profile graphs_vs_cuda
+export -f install smoke test_files kit compile_bench compile_profile sum_ncu graphs_vs_cuda
 
 # cases NAMES: --case arguments of the benchmark, one per ';'-separated part of NAMES (names hold commas).
 cases() {
@@ -213,6 +226,8 @@ if [ -n "$pending" ]; then
     --reference cuda --rounds "${BENCH_ROUNDS:-3}" --repeats "${BENCH_REPEATS:-3}" --json "$out/gpu-vs-cuda.json" \
     "${bench_cases[@]}"
   show bench 20
+  step sum-ncu 90 sum_ncu
+  show sum-ncu 0
   step compile 300 compile_bench --workload MLP
   show compile 10
   # Where the compiled step's time goes on each device (Inductor's cache makes the compiles quick).
