@@ -1,6 +1,7 @@
 """torchvision's ResNet-18, built as users build it, trained two SGD steps on the device: the CPU's losses,
-parameters and BatchNorm statistics, and, where the backend has the kernels a CNN calls, nothing on the
-copying fallback (the convolution issue's acceptance on a model from a library people use).
+parameters and BatchNorm statistics in float64, the CPU's first loss in float32, and, where the backend has
+the kernels a CNN calls, nothing on the copying fallback in float32 (the convolution issue's acceptance on a
+model from a library people use).
 
 Needs `torchvision`. PyPI's torchvision wheels are CUDA builds that load only beside a CUDA build of
 torch: CI's compat session on torch 2.11 installs torchvision 0.26 and runs this file there.
