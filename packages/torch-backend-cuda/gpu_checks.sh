@@ -141,10 +141,17 @@ kit() {
     "$python" -m torch_backend.testing "${args[@]}"
     return
   fi
-  # In parallel, then alone what reads device-wide figures (free memory).
+  # In parallel, then alone what reads device-wide figures (free memory). Under a -k choice one part
+  # may select no test (pytest's exit status 5): a failure only when both do.
+  local parallel alone
   # shellcheck disable=SC2086  # $xdist is "-n 8": two words
-  "$python" -m torch_backend.testing "${args[@]}" $xdist -m "not device_alone" &&
-    "$python" -m torch_backend.testing "${args[@]}" -m device_alone
+  "$python" -m torch_backend.testing "${args[@]}" $xdist -m "not device_alone"
+  parallel=$?
+  [ "$parallel" -eq 0 ] || [ "$parallel" -eq 5 ] || return "$parallel"
+  "$python" -m torch_backend.testing "${args[@]}" -m device_alone
+  alone=$?
+  [ "$alone" -eq 0 ] || [ "$alone" -eq 5 ] || return "$alone"
+  [ "$parallel" -eq 0 ] || [ "$alone" -eq 0 ] || return 5
 }
 
 known=packages/torch-backend-cuda/tests
