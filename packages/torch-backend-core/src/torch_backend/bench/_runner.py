@@ -53,6 +53,17 @@ def _time_once(fn: Callable[[], object], device: torch.device) -> float:
     return time.perf_counter() - start
 
 
+def ops_by_host_time(fn: Callable[[], object], device: torch.device) -> str:
+    """``fn`` run once under PyTorch's profiler (host activity only, synchronised before and after), as a
+    table of its ops and calls by total host time."""
+    from torch.profiler import ProfilerActivity, profile
+
+    with profile(activities=[ProfilerActivity.CPU]) as prof:
+        _time_once(fn, device)
+    # By total time: under launch blocking a kernel's time is its launch call's, a child of the op.
+    return prof.key_averages().table(sort_by="cpu_time_total", row_limit=30)
+
+
 def measure(case: Case, device: torch.device, repeats: int) -> Result:
     cpu = torch.device("cpu")
     on_device, on_cpu = case.make(device), case.make(cpu)

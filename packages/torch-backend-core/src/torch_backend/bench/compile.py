@@ -23,7 +23,7 @@ from pathlib import Path
 import torch
 from torch import nn
 
-from torch_backend.bench._runner import _time_once
+from torch_backend.bench._runner import _time_once, ops_by_host_time
 
 Step = Callable[[], object]
 
@@ -105,17 +105,10 @@ def measure(name: str, device: torch.device, repeats: int, iterations: int) -> d
 def profile(name: str, device: torch.device, iterations: int) -> str:
     """The compiled step's ops and calls by host time on ``device``, after compiling and warming up: where a
     compiled step spends what the eager one does not (wrapper code, allocations, launches)."""
-    from torch.profiler import ProfilerActivity, profile
-
     step = make_step(WORKLOADS[name], device, compiled=True)
-    for _ in range(3):
+    for _ in range(3):  # compile and warm up, as measure() does
         step()
-    torch.accelerator.synchronize()
-    with profile(activities=[ProfilerActivity.CPU]) as prof:
-        for _ in range(iterations):
-            step()
-        torch.accelerator.synchronize()
-    table = prof.key_averages().table(sort_by="cpu_time_total", row_limit=30)
+    table = ops_by_host_time(lambda: [step() for _ in range(iterations)], device)
     return f"== {name}, compiled, on {device.type} ({iterations} steps)\n{table}"
 
 

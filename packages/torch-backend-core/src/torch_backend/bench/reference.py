@@ -245,15 +245,10 @@ def profile_worker(case_name: str, device_name: str, quick: bool) -> str:
     """One step of a case under PyTorch's profiler, as a table of ops by total host time. Run with launch
     blocking (``--profile`` sets it for both devices), so each op's time includes its kernels' execution:
     a per-op device profile without device activity collection, comparable across backends."""
-    from torch.profiler import ProfilerActivity, profile
-
-    from torch_backend.bench._runner import _time_once
+    from torch_backend.bench._runner import ops_by_host_time
 
     step, device = warm_step(case_name, device_name, quick)
-    with profile(activities=[ProfilerActivity.CPU]) as prof:
-        _time_once(step, device)
-    # By total time: under launch blocking a kernel's time is its launch call's, a child of the op.
-    return prof.key_averages().table(sort_by="cpu_time_total", row_limit=30)
+    return ops_by_host_time(step, device)
 
 
 def profile_case(case: ReferenceCase, device_name: str, reference: str, quick: bool) -> bool:
