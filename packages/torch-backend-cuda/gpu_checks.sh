@@ -175,6 +175,11 @@ sum_ncu() {
     echo "== cuda" && TORCH_BACKEND=none "$ncu" "${args[@]}" "$python" -c "${program/DEVICE/cuda}"
 }
 
+# reference_profile ARGS...: the benchmark cases ARGS (--case NAME...) profiled on gpu and on cuda.
+reference_profile() {
+  TORCH_BACKEND=gpu "$python" -m torch_backend.bench.reference --device gpu --reference cuda --profile "$@"
+}
+
 # compile_profile [ARGS...]: each compiled step's ops by host time, on gpu and then on cuda.
 compile_profile() {
   TORCH_BACKEND=gpu "$python" -m torch_backend.bench.compile --profile "$@" &&
@@ -196,7 +201,7 @@ sys.exit(worst > 1.2)
 }
 
 export python wheels out known xdist
-export -f install smoke test_files kit compile_bench compile_profile sum_ncu graphs_vs_cuda
+export -f install smoke test_files kit compile_bench compile_profile reference_profile sum_ncu graphs_vs_cuda
 
 # cases NAMES: --case arguments of the benchmark, one per ';'-separated part of NAMES (names hold commas).
 cases() {
@@ -239,8 +244,7 @@ if [ -n "$pending" ]; then
   show compile-profile 0
   # The worst ratio's ops on both devices (PROFILE_CASES; default the ResNet-18 step), for the next fix.
   mapfile -t profile_cases < <(cases "${PROFILE_CASES:-ResNet-18 step b8 32x32}")
-  step profile 120 env TORCH_BACKEND=gpu "$python" -m torch_backend.bench.reference --device gpu \
-    --reference cuda --profile "${profile_cases[@]}"
+  step profile 120 reference_profile "${profile_cases[@]}"
   show profile 0
   # Never finished on a GPU: gpu's graph replay against torch.cuda.CUDAGraph's (the last H200 call ended
   # during CUDAGraph's run).
@@ -284,8 +288,7 @@ step bench 1800 env TORCH_BACKEND=gpu "$python" -m torch_backend.bench.reference
   "${bench_cases[@]}"
 show bench 20
 mapfile -t profile_cases < <(cases "${PROFILE_CASES:-add, 16;MLP;CNN;GPT}")
-step profile 600 env TORCH_BACKEND=gpu "$python" -m torch_backend.bench.reference --device gpu \
-  --reference cuda --profile "${profile_cases[@]}"
+step profile 600 reference_profile "${profile_cases[@]}"
 show profile 0
 step compile 900 compile_bench
 show compile 10

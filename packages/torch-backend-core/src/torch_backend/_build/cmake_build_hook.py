@@ -130,8 +130,9 @@ class CMakeBuildHook(BuildHookInterface):
         core_source = root.parent / "torch-backend-core"
         if not (core_source / "CMakeLists.txt").exists():
             raise RuntimeError("torch-backend-core is not installed: pip install torch-backend-core first")
-        staged = root / "build" / f"core-prefix-{_build_tag(_torch_version())}"
-        core_build = root / "build" / f"core-{_build_tag(_torch_version())}"
+        tag = _build_tag(_torch_version())
+        staged = root / "build" / f"core-prefix-{tag}"
+        core_build = root / "build" / f"core-{tag}"
         _run(self._configure_command(core_source, core_build, []), root)
         _run(["cmake", "--build", str(core_build)], root)
         _run(["cmake", "--install", str(core_build), "--prefix", str(staged)], root)
