@@ -524,12 +524,19 @@ def scenario_flight_recorder(rank: int, world: int) -> None:
             print(f"FAILED after {time.monotonic() - start:.1f}s: {e}", flush=True)
         else:
             raise AssertionError("the seventh all_reduce did not fail")
+    unreadable = None
     while time.monotonic() < start + timeout_s + 30:
-        if dump.exists() and pickle.loads(dump.read_bytes())["entries"]:
-            print(f"DUMPED_AFTER {time.monotonic() - start:.1f}s", flush=True)
-            return
+        try:
+            if dump.exists() and pickle.loads(dump.read_bytes())["entries"]:
+                print(f"DUMPED_AFTER {time.monotonic() - start:.1f}s", flush=True)
+                return
+        except (EOFError, pickle.UnpicklingError) as e:
+            # PyTorch's DebugInfoWriter (the default, or one the user registered) writes the file in
+            # place, not by renaming: this poll can read it while the watchdog is still writing it.
+            unreadable = e
         time.sleep(0.2)
-    raise AssertionError(f"rank {rank} wrote no flight-recorder dump to {dump}")
+    detail = f" (the last read failed: {unreadable!r})" if unreadable else ""
+    raise AssertionError(f"rank {rank} wrote no complete flight-recorder dump to {dump}{detail}")
 
 
 def scenario_recorded(rank: int, world: int) -> None:
