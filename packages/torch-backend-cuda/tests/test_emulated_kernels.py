@@ -106,6 +106,12 @@ loose = dict(rtol=1e-4, atol=1e-3)
 x = torch.randn(1 << 20)
 for op in (torch.sum, torch.mean, torch.amax, torch.amin):
     same(op(x.to(dev)), op(x), **loose)
+# Long float32 and half sums keep float64's accuracy up to the output's rounding: each group of
+# vector loads folds in float, the running sums in double.
+ones = 1 + torch.rand(1 << 22) * 1e-3
+same(ones.to(dev).sum().double(), ones.double().sum(), rtol=1e-7, atol=0)
+halves = ones[: 1 << 15].half()
+same(halves.to(dev).sum().double(), halves.double().sum(), rtol=1e-3, atol=0)
 rows = torch.randn(48, 6000)
 for dims in (1, 0, (0, 1)):
     same(rows.to(dev).sum(dims), rows.sum(dims), **loose)
