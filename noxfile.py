@@ -22,6 +22,7 @@ C++ packages are built with `--no-build-isolation` against the pinned torch.
 from __future__ import annotations
 
 import os
+import zipfile
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
@@ -420,16 +421,58 @@ def bench(session: nox.Session, run: Callable) -> None:
     run("python", "-m", "torch_backend.bench.compile", "--json", str(bench_dir / "compile.json"))
 
 
+#: What the lent GPU machines run (docs/status.md): torch 2.11.0's CUDA 13.0 build on Python 3.12, an
+#: H100 or H200 (sm_90). They reach no registry, and one call carries 64 MiB at most.
+GPU_MACHINE = {"python": "3.12", "torch": OTHER_TORCH["2.11"], "archs": "90"}
+GPU_WHEELS = ROOT / "build" / "gpu-wheels"
+
+
+def interpreter(version: str) -> str:
+    """Python `version` for a session: pyenv's own where it has one (its shims serve only the versions
+    `pyenv global` names, so `python3.12` on PATH may refuse to run), else the version for nox to find."""
+    found = sorted(Path.home().glob(f".pyenv/versions/{version}.*/bin/python{version}"))
+    return str(found[-1]) if found else version
+
+
+@nox.session(name="gpu-wheels", python=interpreter(GPU_MACHINE["python"]))
+def gpu_wheels(session: nox.Session) -> None:
+    """The wheels a lent GPU machine installs, built here against its torch and Python: core, cuda (its
+    kernels for sm_90 only) and fake, and expecttest (the kit's requirement the machine lacks), into
+    build/gpu-wheels. Then, through the device tool with `carry` ["build/gpu-wheels"]:
+    `GPU_CHECKS_WHEELS=build/gpu-wheels GPU_CHECKS_TAR=$OUT/r.tgz bash packages/torch-backend-cuda/gpu_checks.sh
+    --pending /tmp/r`."""
+    session.env["PIP_CONSTRAINT"] = os.devnull  # the exact torch asked for, as in compat
+    system_deps(session)
+    session.install(f"torch=={GPU_MACHINE['torch']}", NUMPY, *CORE_BUILD_TOOLS)
+    packages = ["torch-backend-core", BACKENDS["gpu"], BACKENDS["fake"]]
+    build_wheels(session, GPU_MACHINE["torch"], packages, dist=GPU_WHEELS, env={"CUDAARCHS": GPU_MACHINE["archs"]})
+    cuda = next(GPU_WHEELS.glob("torch_backend_cuda-*.whl"), None)
+    if cuda is None or "torch_backend_cuda/lib/libtorch_backend_cuda.so" not in zipfile.ZipFile(cuda).namelist():
+        session.error(f"no cuda wheel with its device library in {GPU_WHEELS}: is the CUDA toolkit (nvcc) installed?")
+    session.run("pip", "wheel", "--no-deps", "-w", str(GPU_WHEELS), "expecttest==0.3.0")
+    size = sum(wheel.stat().st_size for wheel in GPU_WHEELS.glob("*.whl"))
+    if size > 60 * 2**20:
+        session.error(f"{GPU_WHEELS} holds {size / 2**20:.0f} MiB of wheels: a device call carries 64 MiB")
+    session.log(f"{GPU_WHEELS}: {size / 2**20:.1f} MiB of wheels for torch {GPU_MACHINE['torch']} on Python 3.12")
+
+
 def build_wheels(
-    session: nox.Session, torch_version: str, packages: Sequence[str] = WHEEL_PACKAGES, *, fresh: bool = True
+    session: nox.Session,
+    torch_version: str,
+    packages: Sequence[str] = WHEEL_PACKAGES,
+    *,
+    fresh: bool = True,
+    dist: Path | None = None,
+    env: dict[str, str] | None = None,
 ) -> Path:
     """Platform wheels of `packages` (core first, if there), built against the session's torch, in their own
-    folder: emptied first if `fresh`, else added to."""
-    dist = ROOT / "build" / f"wheelhouse-torch{torch_version}"
+    folder (`dist`, default build/wheelhouse-torchX): emptied first if `fresh`, else added to."""
+    dist = dist or ROOT / "build" / f"wheelhouse-torch{torch_version}"
     if fresh:
         session.run("rm", "-rf", str(dist), external=True)
     for folder in packages:
-        session.run("pip", "wheel", "--no-build-isolation", "--no-deps", "-w", str(dist), str(PACKAGES / folder))
+        wheel = ["pip", "wheel", "--no-build-isolation", "--no-deps", "-w", str(dist), str(PACKAGES / folder)]
+        session.run(*wheel, env=env)
         if folder == "torch-backend-core":
             # Backends build against the installed core (else each stages its own).
             session.install("--no-deps", "--force-reinstall", *map(str, dist.glob("torch_backend_core-*.whl")))
