@@ -421,7 +421,7 @@ def bench(session: nox.Session, run: Callable) -> None:
     run("python", "-m", "torch_backend.bench.compile", "--json", str(bench_dir / "compile.json"))
 
 
-#: What the lent GPU machines run (docs/status.md): torch 2.11.0's CUDA 13.0 build on Python 3.12, an
+#: What the lent GPU machines run (docs/compatibility.md): torch 2.11.0's CUDA 13.0 build on Python 3.12, an
 #: H100 or H200 (sm_90). They reach no registry, and one call carries 64 MiB at most.
 GPU_MACHINE = {"python": "3.12", "torch": OTHER_TORCH["2.11"], "archs": "90"}
 GPU_WHEELS = ROOT / "build" / "gpu-wheels"
@@ -446,14 +446,18 @@ def gpu_wheels(session: nox.Session) -> None:
     session.install(f"torch=={GPU_MACHINE['torch']}", NUMPY, *CORE_BUILD_TOOLS)
     packages = ["torch-backend-core", BACKENDS["gpu"], BACKENDS["fake"]]
     build_wheels(session, GPU_MACHINE["torch"], packages, dist=GPU_WHEELS, env={"CUDAARCHS": GPU_MACHINE["archs"]})
-    cuda = next(GPU_WHEELS.glob("torch_backend_cuda-*.whl"), None)
-    if cuda is None or "torch_backend_cuda/lib/libtorch_backend_cuda.so" not in zipfile.ZipFile(cuda).namelist():
+    if not any(wheel_holds(w, "torch_backend_cuda/lib/libtorch_backend_cuda.so") for w in GPU_WHEELS.glob("*.whl")):
         session.error(f"no cuda wheel with its device library in {GPU_WHEELS}: is the CUDA toolkit (nvcc) installed?")
     session.run("pip", "wheel", "--no-deps", "-w", str(GPU_WHEELS), "expecttest==0.3.0")
     size = sum(wheel.stat().st_size for wheel in GPU_WHEELS.glob("*.whl"))
     if size > 60 * 2**20:
         session.error(f"{GPU_WHEELS} holds {size / 2**20:.0f} MiB of wheels: a device call carries 64 MiB")
     session.log(f"{GPU_WHEELS}: {size / 2**20:.1f} MiB of wheels for torch {GPU_MACHINE['torch']} on Python 3.12")
+
+
+def wheel_holds(wheel: Path, name: str) -> bool:
+    with zipfile.ZipFile(wheel) as archive:
+        return name in archive.namelist()
 
 
 def build_wheels(
