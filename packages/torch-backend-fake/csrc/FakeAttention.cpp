@@ -66,14 +66,23 @@ torch_backend::Status fake_attention_backward(
     const at::Tensor query = as_float(call.query);
     const at::Tensor key = as_float(call.key);
     const at::Tensor grad_out = as_float(call.grad_out);
-    const at::Tensor probabilities =
+    // The forward's logsumexp shifts the scores; dividing by each row's sum
+    // then removes its rounding (float32 at the scale of the largest score),
+    // which would otherwise scale every gradient of the row by as much (the
+    // CPU's math path differentiates its softmax, normalised the same way).
+    at::Tensor probabilities =
         at::exp(scores_of(query, key, call.bias, call.scale, call.is_causal) -
                 as_float(call.logsumexp).unsqueeze(-1));
-    // d(softmax): p * (dp - sum(dout * out)) per row.
+    probabilities.div_(probabilities.sum(-1, /*keepdim=*/true));
+    // d(softmax): p * (dp - sum(p * dp)) per row. Flash attention's kernels
+    // take the row sum as sum(dout * out), equal in exact arithmetic, to
+    // avoid keeping p; fake has p, and this form cancels exactly where a row
+    // sees one key (a causal row 0), where the other leaves rounding noise
+    // of dp's size in a gradient that is zero.
     const at::Tensor grad_probabilities =
         at::matmul(grad_out, as_float(call.value).transpose(-2, -1));
     const at::Tensor row_dot =
-        (grad_out * as_float(call.out)).sum(-1, /*keepdim=*/true);
+        (probabilities * grad_probabilities).sum(-1, /*keepdim=*/true);
     const at::Tensor grad_scores =
         probabilities * (grad_probabilities - row_dot) * call.scale;
     host_tensor(call.grad_query).copy_(at::matmul(grad_scores, key));

@@ -3,26 +3,31 @@
 With device kernels (TORCH_BACKEND_FAKE_KERNELS=1) fake registers an attention
 kernel pair; core then answers PyTorch's SDPA choice with "overrideable" for the
 calls the kernel covers, so forward and backward run as
-_scaled_dot_product_fused_attention_overrideable(_backward). Without kernels, and
-for calls the kernel does not cover (dropout, grouped-query heads, float64),
-PyTorch's math path runs. Values and gradients are compared with the CPU either
-way. CI's first pass (zero-copy, no kernels) also reruns this file with kernels
+_scaled_dot_product_fused_attention_overrideable(_backward); for calls the kernel
+does not cover (dropout, grouped-query heads, float64) PyTorch's math path runs on
+fake's matmul and softmax kernels. Without kernels every op would run on the CPU
+through core's fallback, so core answers SDPA's choice as the CPU does: the CPU's
+fused kernel (_scaled_dot_product_flash_attention_for_cpu) runs as one fallback
+call and returns the CPU's results exactly. Values and gradients are compared
+with the CPU either way. CI's first pass (zero-copy, no kernels) also reruns this file with kernels
 on, so the hook is tested in both memory modes.
 """
 
 from __future__ import annotations
 
 import os
+import warnings
 
 import pytest
 import torch
 from kernels_rerun import rerun_with_kernels
-from torch.nn.attention import SDPBackend
+from torch.nn.attention import SDPBackend, sdpa_kernel
 from torch.nn.functional import scaled_dot_product_attention as sdpa
 from torch.utils._python_dispatch import TorchDispatchMode
 
 KERNELS = os.environ.get("TORCH_BACKEND_FAKE_KERNELS") == "1"
 FUSED = "_scaled_dot_product_fused_attention_overrideable"
+CPU_FUSED = "_scaled_dot_product_flash_attention_for_cpu"
 
 
 class OpsSeen(TorchDispatchMode):
@@ -35,11 +40,11 @@ class OpsSeen(TorchDispatchMode):
         return func(*args, **(kwargs or {}))
 
 
-def inputs(dtype: torch.dtype = torch.float32, kv_heads: int = 3) -> tuple[torch.Tensor, ...]:
+def inputs(dtype: torch.dtype = torch.float32, kv_heads: int = 3, value_width: int = 4) -> tuple[torch.Tensor, ...]:
     generator = torch.Generator().manual_seed(0)
     query = torch.randn(2, 3, 5, 8, generator=generator, dtype=dtype)
     key = torch.randn(2, kv_heads, 7, 8, generator=generator, dtype=dtype)
-    value = torch.randn(2, kv_heads, 7, 4, generator=generator, dtype=dtype)
+    value = torch.randn(2, kv_heads, 7, value_width, generator=generator, dtype=dtype)
     return query, key, value
 
 
@@ -61,10 +66,10 @@ def test_attention_matches_cpu_forward_and_backward(case: str, dtype: torch.dtyp
     cpu = [t.requires_grad_() for t in inputs(dtype)]
     device = [t.detach().to("fake").requires_grad_() for t in cpu]
     device_kwargs = {k: v.to("fake") if isinstance(v, torch.Tensor) else v for k, v in kwargs.items()}
-    expected_path = SDPBackend.OVERRIDEABLE if KERNELS else SDPBackend.MATH
-    mask = device_kwargs.get("attn_mask")
-    choice = torch._fused_sdp_choice(*device, mask, is_causal=kwargs.get("is_causal", False))
-    assert choice == expected_path.value
+    causal = kwargs.get("is_causal", False)
+    cpu_choice = torch._fused_sdp_choice(*cpu, kwargs.get("attn_mask"), is_causal=causal)
+    expected_path = SDPBackend.OVERRIDEABLE.value if KERNELS else cpu_choice
+    assert torch._fused_sdp_choice(*device, device_kwargs.get("attn_mask"), is_causal=causal) == expected_path
     with OpsSeen() as seen:
         out = sdpa(*device, **device_kwargs)
         out.float().sin().sum().backward()
@@ -72,10 +77,61 @@ def test_attention_matches_cpu_forward_and_backward(case: str, dtype: torch.dtyp
     assert (f"{FUSED}_backward" in seen.names) == KERNELS
     expected = sdpa(*cpu, **kwargs)
     expected.float().sin().sum().backward()
-    tolerance = {"atol": 2e-2, "rtol": 2e-2} if dtype == torch.bfloat16 else {"atol": 1e-5, "rtol": 1e-4}
+    if not KERNELS:  # the CPU's own choice of kernels, through the fallback: the CPU's results exactly
+        tolerance = {"atol": 0, "rtol": 0}
+    elif dtype == torch.bfloat16:
+        tolerance = {"atol": 2e-2, "rtol": 2e-2}
+    else:
+        tolerance = {"atol": 1e-5, "rtol": 1e-4}
     torch.testing.assert_close(out.cpu(), expected, **tolerance)
     for name, on_device, on_cpu in zip(("query", "key", "value"), device, cpu, strict=True):
         torch.testing.assert_close(on_device.grad.cpu(), on_cpu.grad, **tolerance, msg=name)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.bfloat16])
+def test_one_fused_kernel_serves_each_direction(dtype: torch.dtype) -> None:
+    # Query, key and value of one width, which the CPU's fused kernel takes (float64 too).
+    cpu = [t.requires_grad_() for t in inputs(dtype, value_width=8)]
+    device = [t.detach().to("fake").requires_grad_() for t in cpu]
+    assert torch._fused_sdp_choice(*cpu) == SDPBackend.FLASH_ATTENTION.value
+    with OpsSeen() as seen:
+        out = sdpa(*device, is_causal=True)
+        out.float().sin().sum().backward()
+    expected = sdpa(*cpu, is_causal=True)
+    expected.float().sin().sum().backward()
+    covered = KERNELS and dtype != torch.float64  # fake's kernel takes float32, float16 and bfloat16
+    fused = FUSED if covered else CPU_FUSED if not KERNELS else None
+    if fused is None:  # float64 with kernels: the math path on fake's matmul and softmax kernels
+        assert {"bmm", "_safe_softmax"} <= seen.names, sorted(seen.names)
+    else:  # no matmul or softmax: one kernel forward, one backward
+        assert {fused, f"{fused}_backward"} <= seen.names, sorted(seen.names)
+        assert not {"bmm", "mm", "_softmax", "_safe_softmax"} & seen.names, sorted(seen.names)
+    exact = {"atol": 0, "rtol": 0}
+    tolerance = exact if not KERNELS else {"atol": 2e-2, "rtol": 2e-2} if dtype == torch.bfloat16 else None
+    torch.testing.assert_close(out.cpu(), expected, **(tolerance or {}))
+    for name, on_device, on_cpu in zip(("query", "key", "value"), device, cpu, strict=True):
+        torch.testing.assert_close(on_device.grad.cpu(), on_cpu.grad, **(tolerance or {}), msg=name)
+
+
+def test_sdpa_kernel_restricts_the_choice() -> None:
+    # torch.nn.attention.sdpa_kernel restricts the device's choice as it does CUDA's and the CPU's.
+    device = [t.to("fake") for t in inputs(value_width=8)]
+    cpu = inputs(value_width=8)
+    with sdpa_kernel([SDPBackend.MATH]):
+        assert torch._fused_sdp_choice(*device) == SDPBackend.MATH.value
+        with OpsSeen() as seen:
+            out = sdpa(*device)
+    assert FUSED not in seen.names and CPU_FUSED not in seen.names, sorted(seen.names)
+    torch.testing.assert_close(out.cpu(), sdpa(*cpu))
+    fused = SDPBackend.OVERRIDEABLE if KERNELS else SDPBackend.FLASH_ATTENTION
+    with sdpa_kernel([fused]):
+        assert torch._fused_sdp_choice(*device) == fused.value
+        # A call no enabled implementation takes is an error, as on CUDA, not a silent math path (without
+        # kernels the CPU's rules say so, warning first why its fused kernel declined).
+        refused = "no enabled implementation takes this call" if KERNELS else "No available kernel"
+        with pytest.raises(RuntimeError, match=refused), warnings.catch_warnings():
+            warnings.simplefilter("ignore", UserWarning)
+            sdpa(*device, dropout_p=0.5)
 
 
 def test_non_contiguous_inputs() -> None:
@@ -89,9 +145,9 @@ def test_calls_the_kernel_does_not_cover_take_the_math_path() -> None:
     query, key, value = (t.to("fake") for t in inputs())
     math = SDPBackend.MATH.value
     assert torch._fused_sdp_choice(query, key, value, dropout_p=0.5) == math
-    assert torch._fused_sdp_choice(query.double(), key.double(), value.double()) == math
     gqa = [t.to("fake") for t in inputs(kv_heads=1)]
     assert torch._fused_sdp_choice(*gqa, enable_gqa=True) == math
+    assert torch._fused_sdp_choice(query.double(), key.double(), value.double()) == math
     # And they compute the right thing there.
     cpu_gqa = inputs(kv_heads=1)
     out = sdpa(*gqa, enable_gqa=True)

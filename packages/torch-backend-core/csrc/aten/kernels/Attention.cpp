@@ -5,9 +5,15 @@
 // through autograd's formula, its backward. Core answers "overrideable" for
 // the calls the kernel interface covers (AttentionCall) and "math" (PyTorch's
 // composite of matmul and softmax) for the rest: dropout, grouped-query
-// heads, a mask that needs a gradient, other dtypes or ranks.
+// heads, a mask that needs a gradient, other dtypes or ranks. A backend with
+// no attention, matmul or softmax kernel computes the math path's every op on
+// the CPU through the fallback anyway: for it core answers as the CPU does,
+// so SDPA runs as the CPU's fused kernel, one fallback call that returns the
+// CPU's results, instead of a dozen calls that round differently.
+#include <ATen/Context.h>
 #include <ATen/SDPBackend.h>
 #include <ATen/native/transformers/attention.h>
+#include <ATen/ops/_fused_sdp_choice_native.h>
 #include <ATen/ops/empty.h>
 #include <ATen/ops/empty_like.h>
 #include <ATen/ops/empty_strided.h>
@@ -66,14 +72,41 @@ bool covered_by_kernels(const Tensor& query, const Tensor& key,
   return true;
 }
 
+// Whether the math path's matmuls and softmax would all run on the fallback.
+bool math_path_on_fallback() {
+  return attention_kernel() == nullptr && gemm_kernel() == nullptr &&
+         softmax_kernel("softmax") == nullptr;
+}
+
 int64_t choose_sdpa(const Tensor& query, const Tensor& key, const Tensor& value,
                     const OptionalTensor& mask, double dropout_p,
-                    bool is_causal, std::optional<double> /*scale*/,
-                    bool /*enable_gqa*/) {
-  return static_cast<int64_t>(
-      covered_by_kernels(query, key, value, mask, dropout_p, is_causal)
-          ? at::SDPBackend::overrideable
-          : at::SDPBackend::math);
+                    bool is_causal, std::optional<double> scale,
+                    bool enable_gqa) {
+  if (math_path_on_fallback()) {
+    // The CPU's own rules (flash or math; sdpa_kernel's and
+    // torch.backends' switches included) read only shapes, dtypes and
+    // strides, so they answer for these tensors as for their CPU copies.
+    return at::native::_fused_sdp_choice_cpp(query, key, value, mask, dropout_p,
+                                             is_causal, scale, enable_gqa);
+  }
+  // torch.nn.attention.sdpa_kernel (and torch.backends.cuda's switches)
+  // restrict the choice, as on CUDA: an enabled kernel that takes the call,
+  // else an error naming why.
+  const at::Context& context = at::globalContext();
+  if (context.userEnabledOverrideableSDP() &&
+      covered_by_kernels(query, key, value, mask, dropout_p, is_causal)) {
+    return static_cast<int64_t>(at::SDPBackend::overrideable);
+  }
+  TORCH_CHECK(context.userEnabledMathSDP(), "scaled_dot_product_attention on ",
+              query.device(),
+              ": no enabled implementation takes this call (the math path is "
+              "disabled, and the backend's fused attention kernel is ",
+              context.userEnabledOverrideableSDP()
+                  ? "missing or does not take this call: dropout, "
+                    "grouped-query heads, dtype, rank or mask"
+                  : "disabled",
+              ")");
+  return static_cast<int64_t>(at::SDPBackend::math);
 }
 
 double scale_for(const Tensor& query, std::optional<double> scale) {
@@ -243,10 +276,11 @@ std::vector<std::string> register_attention_kernels(torch::Library& aten) {
   // (otherwise the CPU fallback would report the CPU's choice).
   register_kernel(aten, "_fused_sdp_choice", TORCH_FN(choose_sdpa));
   std::vector<std::string> registered{"_fused_sdp_choice"};
+  // SDPA itself asks the stub (math for a device without one).
+  at::native::_fused_sdp_choice_stub.set_privateuse1_dispatch_ptr(&choose_sdpa);
   if (attention_kernel() == nullptr) {
     return registered;
   }
-  at::native::_fused_sdp_choice_stub.set_privateuse1_dispatch_ptr(&choose_sdpa);
   register_kernel(aten, "_scaled_dot_product_fused_attention_overrideable",
                   TORCH_FN(forward));
   register_kernel(aten,
