@@ -334,9 +334,7 @@ def tests_npu(session: nox.Session, run: Callable) -> None:
     env = {"TORCH_BACKEND": "npu", "ASCEND_HOME_PATH": str(ACL_HOME)}
     run("pytest", str(PACKAGES / BACKENDS["npu"] / "tests"), *session.posargs, env=env)
     run_conformance_kit(session, run, "npu", env, expandable="test_memory", run_elsewhere=RUN_ELSEWHERE["npu"])
-    # npu's list: core's without SDPA, whose samples npu matches (fake, on core's host fallback, does not).
-    known = PACKAGES / BACKENDS["npu"] / "tests" / "known_failures.json"
-    run("python", "-m", "torch_backend.testing.opinfo", "--known", str(known), env=env)
+    run("python", "-m", "torch_backend.testing.opinfo", "--known", env=env)  # core's list is all npu needs
 
 
 @built_env_session("bench-smoke", tags=["ci"])

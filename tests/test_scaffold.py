@@ -6,6 +6,7 @@ in a fresh virtualenv with core's wheel, outside the source tree.
 
 from __future__ import annotations
 
+import json
 import re
 import subprocess
 import sys
@@ -101,3 +102,30 @@ def test_kit_runner_refuses_a_missing_known_failures_file(tmp_path: Path):
         text=True,
     )
     assert out.returncode == 2 and f"no known-failures file at {missing}" in out.stderr
+
+
+def test_a_backends_known_failures_merge_over_cores(tmp_path: Path):
+    from torch_backend.testing import DEFAULT_KNOWN_FAILURES, load_known_failures
+
+    core = load_known_failures()
+    assert core and core == json.loads(DEFAULT_KNOWN_FAILURES.read_text())
+    dropped = next(iter(core))
+    mine = tmp_path / "known.json"
+    mine.write_text(
+        json.dumps(
+            {
+                "my.op": "my device rounds it differently",
+                dropped: None,  # one of core's that my kernels pass
+                "old.op": {"reason": "fixed in ATen", "torch_below": "2.0"},
+            }
+        )
+    )
+    merged = load_known_failures(mine)
+    assert merged == {
+        **{op: why for op, why in core.items() if op != dropped},
+        "my.op": "my device rounds it differently",
+    }
+    # Files merge in order: a later one may list the op again.
+    again = tmp_path / "again.json"
+    again.write_text(json.dumps({dropped: "fails again"}))
+    assert load_known_failures(mine, again)[dropped] == "fails again"

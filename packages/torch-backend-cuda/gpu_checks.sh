@@ -19,7 +19,7 @@
 #             NCCL with one rank and two ranks on one GPU, cuBLAS and TF32) and
 #             tests/test_coexistence.py (CUDA training with the backends installed)
 #   opinfo    the OpInfo sweep on `gpu` against CPU (float32's default tolerances, as on every backend;
-#             the package's known failures: known_failures.json and, on a GPU only, _gpu.json)
+#             the known failures: core's list and the package's known_failures_gpu.json over it)
 #   then alone (they time):
 #   bench     `python -m torch_backend.bench.reference --device gpu --reference cuda` (BENCH_ROUNDS
 #             process pairs per case, default 5; BENCH_REPEATS timings each, default 5; BENCH_CASES:
@@ -135,8 +135,7 @@ test_files() {
 }
 
 kit() {
-  local args=(gpu --known-failures "$known/known_failures.json" --known-failures "$known/known_failures_gpu.json"
-    -q -p no:warnings "$@")
+  local args=(gpu --known-failures "$known/known_failures_gpu.json" -q -p no:warnings "$@")
   if [ -z "$xdist" ]; then
     "$python" -m torch_backend.testing "${args[@]}"
     return
@@ -267,7 +266,7 @@ show report 40
 step kit 600 kit &
 step tests 600 test_files &
 step opinfo 900 env TORCH_BACKEND=gpu "$python" -m torch_backend.testing.opinfo \
-  --known $known/known_failures.json --known $known/known_failures_gpu.json --json "$out/opinfo.json" &
+  --known $known/known_failures_gpu.json --json "$out/opinfo.json" &
 wait
 show kit
 show tests

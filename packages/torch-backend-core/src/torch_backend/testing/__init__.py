@@ -30,27 +30,33 @@ from types import ModuleType
 #: Where the runner passes the backend's known-failures file to the OpInfo test.
 KNOWN_FAILURES_ENV = "TORCH_BACKEND_KNOWN_FAILURES"
 #: The OpInfo ops no backend passes on core's CPU fallback (CUDA-only Jiterator ops, sparse
-#: layouts, samples the sweep cannot move to a device), each with the reason: the list a
-#: backend starts from, and the kit's default.
+#: layouts, samples the sweep cannot move to a device), each with the reason: every backend's
+#: known failures start from it, and the kit's default.
 DEFAULT_KNOWN_FAILURES = Path(__file__).resolve().parent / "known_failures.json"
 
 
 def load_known_failures(*paths: Path | str) -> dict[str, str]:
-    """``{op: reason}`` from known-failures JSON files, merged in order.
+    """``{op: reason}``: core's list, then each known-failures JSON file merged over it in order.
 
-    An entry's value is the reason, or ``{"reason": ..., "torch_below": "2.13"}`` for a failure of
-    the torch releases before that one only (ATen changed since): on later releases the op is not
-    listed, so it must pass there.
+    An entry's value is the reason; ``{"reason": ..., "torch_below": "2.13"}`` for a failure of
+    the torch releases before that one only (ATen changed since: on later releases the op is not
+    listed, so it must pass there); ``null`` for one of core's ops that passes on this backend
+    (its kernels cover it), which drops the op. A backend's file so lists only where its device
+    differs from core's fallback, never a copy of core's list.
     """
     import torch
     from torch.torch_version import TorchVersion
 
     known: dict[str, str] = {}
-    for path in paths:
+    for path in (DEFAULT_KNOWN_FAILURES, *paths):
         for op, entry in json.loads(Path(path).read_text()).items():
+            if entry is None:
+                known.pop(op, None)
+                continue
             if isinstance(entry, dict):
                 below = entry.get("torch_below")
                 if below is not None and TorchVersion(torch.__version__) >= below:
+                    known.pop(op, None)
                     continue
                 entry = entry["reason"]
             known[op] = entry

@@ -24,8 +24,9 @@ def parse(argv: list[str] | None) -> tuple[argparse.Namespace, list[str]]:
         "--known-failures",
         type=Path,
         action="append",
-        help="JSON file of OpInfo ops the backend is known to fail ({op: reason}); each must still fail "
-        "(default: core's list, the ops no backend passes on core's CPU fallback; repeated: the files merged)",
+        help="JSON file of OpInfo ops the backend is known to fail ({op: reason}, or null for one of core's "
+        "that passes here), merged over core's list (the ops no backend passes on core's CPU fallback); "
+        "each listed op must still fail; repeatable",
     )
     return parser.parse_known_args(argv)
 

@@ -265,7 +265,7 @@ def main() -> int:
         nargs="?",
         action="append",
         const=str(DEFAULT_KNOWN_FAILURES),
-        help="known-failures JSON (alone: core's list; repeated: the files merged): fail unless >= 99%% of "
+        help="known-failures JSON merged over core's list (alone: core's list; repeatable): fail unless >= 99%% of "
         "forward and 98%% of backward "
         "samples pass and the failing ops are exactly those listed",
     )

@@ -2,8 +2,8 @@
 
 A deterministic subset (every SUBSET_STEP-th op by name); TORCH_BACKEND_OPINFO=full
 runs all of them (`python -m torch_backend.testing.opinfo` is the faster full sweep,
-with pass rates). Ops in the backend's known-failures file (the runner's
---known-failures, core's list by default) must still fail, so the list stays true; every other op must pass
+with pass rates). Ops in the backend's known failures (core's list, with the runner's
+--known-failures files merged over it) must still fail, so the list stays true; every other op must pass
 all its samples.
 """
 
