@@ -190,18 +190,16 @@ def run_conformance_kit(
     expandable: str | None = None,
     run_elsewhere: str | None = None,
 ) -> None:
-    """Core's conformance kit against the backend, with the known failures its package keeps (else core's list);
-    then, where `expandable` names them (a `-k` expression), those tests again with expandable segments on.
+    """Core's conformance kit against the backend, with core's known failures (all fake and npu need); then,
+    where `expandable` names them (a `-k` expression), those tests again with expandable segments on.
     `run_elsewhere` (a `-k` expression) leaves out what another session runs in the same configuration."""
-    known = PACKAGES / BACKENDS[backend] / "tests" / "known_failures.json"
-    args = ["--known-failures", str(known)] if known.is_file() else []
     # A `-k` filter may select nothing of the kit (pytest's status 5): fine then, not otherwise.
     codes = [0, 5] if session.posargs else [0]
     select = session.posargs or (["-k", run_elsewhere] if run_elsewhere else [])
-    run("python", "-m", "torch_backend.testing", backend, *args, *select, env=env, success_codes=codes)
+    run("python", "-m", "torch_backend.testing", backend, *select, env=env, success_codes=codes)
     if expandable and not session.posargs:
         run(
-            "python", "-m", "torch_backend.testing", backend, *args, "-k", expandable,
+            "python", "-m", "torch_backend.testing", backend, "-k", expandable,
             env={**env, **EXPANDABLE_KIT},
         )  # fmt: skip
 
