@@ -14,6 +14,7 @@
 #include <torch/csrc/distributed/c10d/Backend.hpp>
 #include <torch/csrc/distributed/c10d/Store.hpp>
 
+#include <deque>
 #include <functional>
 #include <map>
 #include <memory>
@@ -141,7 +142,9 @@ class NativeBackend : public c10d::Backend {
   c10::DeviceIndex last_device_ = -1;
   // Unfinished works: they keep their tensors alive until the stream is
   // past them, even where the caller drops the work without waiting.
-  std::vector<c10::intrusive_ptr<NativeWork>> in_flight_;
+  // Oldest first; `swept_` is its size after the last full sweep.
+  std::deque<c10::intrusive_ptr<NativeWork>> in_flight_;
+  std::size_t swept_ = 0;
   // Between startCoalescing and endCoalescing.
   bool coalescing_ = false;
   bool grouped_ = false;  // the library collects the calls (group_start)

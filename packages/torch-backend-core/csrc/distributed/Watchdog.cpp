@@ -11,6 +11,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
+#include <unordered_set>
 
 namespace torch_backend::distributed {
 
@@ -140,11 +141,17 @@ void Watchdog::run() {
       fail_group(why);
     }
     lock.lock();
+    // (A set: thousands of collectives may be in flight and finish at once.)
+    const std::unordered_set<const WorkState*> done = [&] {
+      std::unordered_set<const WorkState*> pointers;
+      for (const auto& work : finished) {
+        pointers.insert(work.get());
+      }
+      return pointers;
+    }();
     works_.erase(std::remove_if(works_.begin(), works_.end(),
                                 [&](const auto& work) {
-                                  return std::find(finished.begin(),
-                                                   finished.end(),
-                                                   work) != finished.end();
+                                  return done.count(work.get()) > 0;
                                 }),
                  works_.end());
     drained_.notify_all();

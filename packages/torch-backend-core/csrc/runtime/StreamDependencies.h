@@ -13,7 +13,12 @@
 // in CUDA, the dependency follows events: a stream that waits for an event
 // recorded on a failed or dependent stream inherits that.
 //
-// Costs nothing measurable while no dependency was ever registered.
+// Costs nothing measurable while no dependency was ever registered. After
+// that, each registration, event record and event wait costs O(1) amortised
+// and memory holds only what may still fail: a stream (or an event) refers to
+// one node of a shared graph of its history instead of a copy of everything it
+// waits for, and a node collapses once it and all it includes finished
+// (StreamDependencies.cpp).
 #pragma once
 
 #include <c10/core/Stream.h>

@@ -156,16 +156,61 @@ def run_ranks(
         try:
             code = rank.wait(timeout=max(1.0, started + limit_s - time.monotonic()))
         except subprocess.TimeoutExpired:
+            report = hang_report(ranks)
             for other in ranks:
                 other.kill()
             for other in ranks:
                 other.wait(timeout=60)
-            pytest.fail(f"{label}: ranks still running after {limit_s:.0f} s:\n{rank.output()}")
+            outputs = "".join(
+                f"\n--- rank {index} ({'killed' if other.returncode is None else f'exited {other.returncode}'})"
+                f", its last output:\n{_tail(other.output(), 60)}"
+                for index, other in enumerate(ranks)
+            )
+            pytest.fail(f"{label}: ranks still running after {limit_s:.0f} s{outputs}\n{report}")
         results.append((code, rank.output()))
         if exit_times is not None:
             exit_times.append(time.monotonic() - started)
     del store
     return results
+
+
+def _tail(text: str, lines: int) -> str:
+    kept = text.splitlines()[-lines:]
+    return "\n".join(kept) if kept else "(nothing)"
+
+
+def hang_report(ranks: list) -> str:
+    """Where each still-running rank is: its Python threads' stacks (written to its own output by
+    faulthandler on SIGUSR1, where the rank was forked from the kit's server) and every native thread's
+    stack (gdb, where it is installed). Called before the ranks are killed."""
+    import shutil
+    import signal
+    import time
+
+    running = [(index, rank) for index, rank in enumerate(ranks) if rank.returncode is None]
+    for _, rank in running:
+        try:
+            os.kill(rank.pid, signal.SIGUSR1)
+        except ProcessLookupError:
+            pass
+    time.sleep(1.0)  # faulthandler writes from a signal handler: a moment
+    gdb = shutil.which("gdb")
+    if gdb is None:
+        return "(no gdb here: native stacks not taken)"
+    stacks = []
+    for index, rank in running:
+        try:
+            out = subprocess.run(
+                [gdb, "-p", str(rank.pid), "-batch", "-nx", "-ex", "thread apply all bt 30"],
+                capture_output=True,
+                text=True,
+                timeout=90,
+            ).stdout
+        except subprocess.TimeoutExpired:
+            out = "(gdb did not finish in 90 s)"
+        frames = [line for line in out.splitlines() if line.startswith(("Thread ", "#"))]
+        stacks.append(f"--- rank {index} (pid {rank.pid}), native stacks:\n" + "\n".join(frames))
+    return "\n".join(stacks)
 
 
 def run_processes(

@@ -134,6 +134,11 @@ def _become(request: dict) -> None:
     os.chdir(request["cwd"])
     os.environ.clear()
     os.environ.update(request["env"])
+    # A rank that hangs tells where: the test process sends SIGUSR1 before it kills one (hang_report).
+    import faulthandler
+    import signal
+
+    faulthandler.register(signal.SIGUSR1, all_threads=True)
     argv = request["argv"]
     main = types.ModuleType("__main__")
     if argv[0] == "-c":  # python -c CODE ARGS
@@ -157,6 +162,7 @@ class Rank:
     def __init__(self, pid: int, output: Path, server: Server | None, popen: subprocess.Popen | None) -> None:
         self.pid, self.output_path, self._server, self._popen = pid, output, server, popen
         self.returncode: int | None = None
+        self._output: str | None = None
 
     def wait(self, timeout: float | None) -> int:
         """The exit status; raises subprocess.TimeoutExpired after ``timeout`` seconds."""
@@ -177,9 +183,11 @@ class Rank:
                 pass
 
     def output(self) -> str:
-        text = self.output_path.read_text(errors="replace")
-        self.output_path.unlink(missing_ok=True)
-        return text
+        """What it wrote (read once: the file is removed then)."""
+        if self._output is None:
+            self._output = self.output_path.read_text(errors="replace")
+            self.output_path.unlink(missing_ok=True)
+        return self._output
 
 
 class Server:
