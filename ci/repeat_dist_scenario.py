@@ -1,6 +1,11 @@
 """Runs one of the kit's distributed scenarios again and again on the native backend, to catch a rare hang.
 
     .nox/compat-torch-2-15/bin/python ci/repeat_dist_scenario.py groups --runs 100 --limit 90
+    .nox/build/bin/python ci/repeat_dist_scenario.py pipeline --worker parallel --world 4 --device npu --busy 2
+
+(`--worker parallel`: a scenario of the kit's parallel_worker.py, 4 ranks; `--busy N`: N processes spin on
+the CPU beside the ranks for the whole series, the load of CI's second session; the device's settings, such
+as TORCH_BACKEND_FAKE_DISCRETE=1 or npu's ASCEND_HOME_PATH, come from the environment.)
 
 (any virtualenv with torch-backend-core and fake installed; `nox -s "compat(torch='2.15')"` makes that
 one). Each run starts the scenario's ranks (2) against a fresh TCP store; a run whose ranks have not all
@@ -26,7 +31,9 @@ import torch.distributed as dist
 
 import torch_backend.testing.conformance as kit
 
-WORKER = Path(kit.__file__).parent / "distributed_worker.py"
+WORKERS = {name: Path(kit.__file__).parent / f"{name}_worker.py" for name in ("distributed", "parallel", "stress")}
+#: Spins on one core until killed.
+BUSY = "while True: pass"
 # Starts the worker with Python stacks dumped on SIGUSR1.
 LAUNCHER = (
     "import faulthandler, runpy, signal, sys\n"
@@ -60,19 +67,33 @@ def main() -> int:
     parser.add_argument("--limit", type=float, default=90.0, help="seconds a run may take before it counts as hung")
     parser.add_argument("--world", type=int, default=2)
     parser.add_argument("--device", default="fake")
+    parser.add_argument("--worker", choices=sorted(WORKERS), default="distributed")
+    parser.add_argument("--busy", type=int, default=0, help="processes spinning on the CPU beside the ranks")
     args = parser.parse_args()
     backend = f"{args.device}ccl"
     env = os.environ | {"TORCH_BACKEND": args.device, "TORCH_BACKEND_TEST_DIST_BACKEND": backend}
+    env["PARALLEL_TEST_DIR"] = tempfile.mkdtemp(prefix="repeat-dist-")  # the checkpoint scenario writes there
     with tempfile.NamedTemporaryFile("w", suffix=".py", delete=False) as launcher:
         launcher.write(LAUNCHER)
+    busy = [subprocess.Popen([sys.executable, "-c", BUSY]) for _ in range(args.busy)]
+    try:
+        return repeat(args, env, launcher.name)
+    finally:
+        for proc in busy:
+            proc.kill()
+            proc.wait()
+
+
+def repeat(args: argparse.Namespace, env: dict[str, str], launcher: str) -> int:
+    durations = []
     for run in range(args.runs):
         store = dist.TCPStore("127.0.0.1", 0, args.world, is_master=True, wait_for_workers=False)
         procs = [
             subprocess.Popen(
                 [
                     sys.executable,
-                    launcher.name,
-                    str(WORKER),
+                    launcher,
+                    str(WORKERS[args.worker]),
                     args.scenario,
                     str(store.port),
                     str(rank),
@@ -97,8 +118,13 @@ def main() -> int:
             if proc.returncode != 0:
                 print(f"run {run + 1}: rank {rank} exited {proc.returncode}:\n{out[-8000:]}", flush=True)
                 return 2
-        print(f"run {run + 1}: ok in {time.monotonic() - start:.1f} s", flush=True)
-    print(f"{args.runs} runs of '{args.scenario}' in a row: ok", flush=True)
+        durations.append(time.monotonic() - start)
+        print(f"run {run + 1}: ok in {durations[-1]:.1f} s", flush=True)
+    print(
+        f"{args.runs} runs of '{args.scenario}' in a row: ok (each {min(durations):.1f} - {max(durations):.1f} s, "
+        f"{args.busy} busy processes beside)",
+        flush=True,
+    )
     return 0
 
 

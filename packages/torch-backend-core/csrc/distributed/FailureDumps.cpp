@@ -14,6 +14,12 @@ namespace {
 
 // The store key a failing rank sets; its value names the rank.
 const std::string kDumpRequestKey = "flight_recorder_dump_request";
+// Set by each rank once its dump is written.
+std::string dumped_key(std::uint64_t global_rank) {
+  return "flight_recorder_dumped/" + std::to_string(global_rank);
+}
+// How often a failing rank looks for its peers' dumps.
+constexpr std::chrono::milliseconds kPeerCheckInterval(50);
 // How long stop() lets a dump under way finish (a dump takes milliseconds
 // unless it waits for the GIL).
 constexpr std::chrono::seconds kStopWait(2);
@@ -23,9 +29,11 @@ constexpr std::chrono::seconds kStopWait(2);
 // What the listener's thread uses: shared, so that it outlives a FailureDumps
 // that stopped without waiting for it.
 struct FailureDumps::Listener {
-  Listener(c10::intrusive_ptr<c10d::Store> store, int global_rank)
+  Listener(c10::intrusive_ptr<c10d::Store> store, int global_rank,
+           std::vector<std::uint64_t> members)
       : store(std::move(store)),
         global_rank(global_rank),
+        members(std::move(members)),
         check_interval(
             c10d::getCvarInt({"TORCH_NCCL_COORD_CHECK_MILSEC"}, 1000)) {}
 
@@ -43,8 +51,23 @@ struct FailureDumps::Listener {
     }
   }
 
+  // Whether every member said its dump is written (false once the store
+  // is gone: nothing more to learn).
+  bool members_dumped() {
+    std::vector<std::string> keys;
+    for (const std::uint64_t member : members) {
+      keys.push_back(dumped_key(member));
+    }
+    try {
+      return store->check(keys);
+    } catch (const std::exception&) {
+      return false;
+    }
+  }
+
   const c10::intrusive_ptr<c10d::Store> store;
   const int global_rank;
+  const std::vector<std::uint64_t> members;
   const std::chrono::milliseconds check_interval;
   std::mutex mutex;
   std::condition_variable wake;
@@ -56,8 +79,9 @@ struct FailureDumps::Listener {
 };
 
 FailureDumps::FailureDumps(c10::intrusive_ptr<c10d::Store> store,
-                           int global_rank)
-    : listener_(std::make_shared<Listener>(std::move(store), global_rank)),
+                           int global_rank, std::vector<std::uint64_t> members)
+    : listener_(std::make_shared<Listener>(std::move(store), global_rank,
+                                           std::move(members))),
       thread_([listener = listener_] { listen(listener); }) {}
 
 FailureDumps::~FailureDumps() { stop(); }
@@ -98,9 +122,21 @@ void FailureDumps::dump_and_tell_peers(std::chrono::milliseconds wait) {
                  "flight-recorder dumps: %s\n",
                  listener.global_rank, e.what());
   }
-  std::unique_lock<std::mutex> lock(listener.mutex);
-  listener.wake.wait_for(lock, wait,
-                         [&] { return listener.dumped || listener.stopping; });
+  const auto deadline = std::chrono::steady_clock::now() + wait;
+  {
+    std::unique_lock<std::mutex> lock(listener.mutex);
+    listener.wake.wait_until(
+        lock, deadline, [&] { return listener.dumped || listener.stopping; });
+    if (listener.stopping) {
+      return;
+    }
+  }
+  // Then the peers' (their listeners check the store every
+  // TORCH_NCCL_COORD_CHECK_MILSEC).
+  while (!listener.members_dumped() &&
+         std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(kPeerCheckInterval);
+  }
 }
 
 void FailureDumps::listen(const std::shared_ptr<Listener>& listener) {
@@ -121,6 +157,12 @@ void FailureDumps::listen(const std::shared_ptr<Listener>& listener) {
     if (dump && !listener->stopping) {
       lock.unlock();
       write_flight_recorder(listener->global_rank);
+      try {
+        listener->store->set(
+            dumped_key(static_cast<std::uint64_t>(listener->global_rank)), "1");
+      } catch (const std::exception&) {
+        // The store is gone with the rank that served it: nobody to tell.
+      }
       lock.lock();
       listener->dumped = true;
       listener->wake.notify_all();

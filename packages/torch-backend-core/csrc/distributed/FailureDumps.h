@@ -17,20 +17,26 @@
 #include <chrono>
 #include <memory>
 #include <thread>
+#include <vector>
 
 namespace torch_backend::distributed {
 
 class FailureDumps {
  public:
   // `store`: the group's (every member reads the request there);
-  // `global_rank` names the dump (<prefix><global_rank>).
-  FailureDumps(c10::intrusive_ptr<c10d::Store> store, int global_rank);
+  // `global_rank` names the dump (<prefix><global_rank>); `members`: the
+  // group's global ranks, each of which says there when it dumped.
+  FailureDumps(c10::intrusive_ptr<c10d::Store> store, int global_rank,
+               std::vector<std::uint64_t> members);
   ~FailureDumps();  // stop()
   FailureDumps(const FailureDumps&) = delete;
   FailureDumps& operator=(const FailureDumps&) = delete;
 
   // The group failed here: dumps (once) and asks the other ranks to dump.
-  // Returns when the dump is written, or after `wait` at most.
+  // Returns when every member's dump is written (each tells through the
+  // store), or after `wait` at most: so a rank that ends its process on the
+  // error (or whose exit makes torchrun end the others) leaves no rank
+  // without its dump.
   void dump_and_tell_peers(std::chrono::milliseconds wait);
   // Stops listening. A dump under way gets a moment to finish; after that
   // the listener is left to finish it alone (it owns what it uses).

@@ -145,4 +145,10 @@ bool dumps_on_failure() {
              {"TORCH_FR_DUMP_ON_TIMEOUT", "TORCH_NCCL_DUMP_ON_TIMEOUT"}, true);
 }
 
+int dump_wait_ms() {
+  return c10d::getCvarInt({"TORCH_FR_WAIT_TIMEOUT_DUMP_MILSEC",
+                           "TORCH_NCCL_WAIT_TIMEOUT_DUMP_MILSEC"},
+                          15000);
+}
+
 }  // namespace torch_backend::distributed

@@ -87,5 +87,8 @@ bool write_flight_recorder(int global_rank) noexcept;
 // Whether groups dump when they fail: TORCH_FR_DUMP_ON_TIMEOUT (or
 // TORCH_NCCL_DUMP_ON_TIMEOUT), on by default while the recorder records.
 bool dumps_on_failure();
+// How long a failing rank waits for the group's dumps before it publishes
+// the failure (TORCH_FR_WAIT_TIMEOUT_DUMP_MILSEC, 15 s by default).
+int dump_wait_ms();
 
 }  // namespace torch_backend::distributed

@@ -105,8 +105,9 @@ Watchdog& NativeBackend::watchdog() {
         name_ + " (rank " + std::to_string(getRank()) + " of " +
             std::to_string(getSize()) + ")",
         timeout_, end_process_on_error_,
-        dumps_on_failure() ? std::make_shared<FailureDumps>(store_, global_rank)
-                           : nullptr);
+        dumps_on_failure()
+            ? std::make_shared<FailureDumps>(store_, global_rank, global_ranks_)
+            : nullptr);
   }
   return *watchdog_;
 }
@@ -321,8 +322,8 @@ c10::intrusive_ptr<c10d::Work> NativeBackend::launch(
       (getGroupUid().empty() ? std::string()
                              : ", process group '" + getGroupUid() + "'") +
       ")";
-  auto state = std::make_shared<WorkState>(comm, std::move(description),
-                                           end_process_on_error_);
+  auto state = std::make_shared<WorkState>(
+      comm, std::move(description), end_process_on_error_, dumps_on_failure());
   if (!ranks_recorded_) {
     record_group_ranks(recorded_name(), global_ranks_);
     ranks_recorded_ = true;

@@ -1,6 +1,7 @@
 #include "NativeWork.h"
 
 #include "EndProcess.h"
+#include "FlightRecorder.h"
 
 #include <ATen/core/ivalue.h>
 #include <c10/core/StreamGuard.h>
@@ -10,11 +11,21 @@
 
 namespace torch_backend::distributed {
 
+namespace {
+thread_local bool t_watchdog_thread = false;
+}  // namespace
+
+void mark_watchdog_thread() { t_watchdog_thread = true; }
+
+bool on_watchdog_thread() { return t_watchdog_thread; }
+
 WorkState::WorkState(std::shared_ptr<Communicator> comm,
-                     std::string description, bool end_process_on_error)
+                     std::string description, bool end_process_on_error,
+                     bool watchdog_publishes)
     : comm(std::move(comm)),
       description(std::move(description)),
       end_process_on_error(end_process_on_error),
+      watchdog_publishes(watchdog_publishes),
       end(this->comm->device().type()) {}
 
 void WorkState::record_end() {
@@ -41,10 +52,18 @@ bool WorkState::poll() {
     const UncheckedQueries unchecked;  // whether it ended, not how
     return end.query();
   }();
-  const std::string async = comm->async_error();
+  std::string async = comm->async_error();
   if (!async.empty()) {
-    fail(async + " (" + comm->library().library_name() + ", " +
-         comm->describe() + ")");
+    async += " (" + std::string(comm->library().library_name()) + ", " +
+             comm->describe() + ")";
+    if (!watchdog_publishes) {
+      fail(async);
+    } else if (on_watchdog_thread()) {
+      std::lock_guard<std::mutex> lock(mutex_);
+      unpublished_ = async;  // published by fail(), after the dumps
+    } else {
+      await_publication(async);
+    }
     return true;
   }
   if (!ended) {
@@ -56,11 +75,31 @@ bool WorkState::poll() {
   return true;
 }
 
+void WorkState::await_publication(const std::string& async) {
+  // The watchdog polls every 100 ms, then waits at most the dump wait for
+  // the dumps; past that (a watchdog that cannot run), publish it here.
+  const auto bound =
+      std::chrono::milliseconds(dump_wait_ms()) + std::chrono::seconds(5);
+  std::unique_lock<std::mutex> lock(mutex_);
+  const bool published = published_.wait_for(
+      lock, bound, [this] { return error_ != nullptr || done_; });
+  lock.unlock();
+  if (!published) {
+    fail(async);
+  }
+}
+
+std::string WorkState::unpublished_error() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return unpublished_;
+}
+
 void WorkState::fail(const std::string& why) {
   std::lock_guard<std::mutex> lock(mutex_);
   if (done_ || error_) {
     return;
   }
+  published_.notify_all();  // (the waiters wake once the lock is released)
   try {
     // The watchdog's reason names the collective that timed out: itself here.
     const bool names_itself = why.rfind(description, 0) == 0;

@@ -17,6 +17,7 @@
 #include <c10/core/Event.h>
 
 #include <chrono>
+#include <condition_variable>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -28,6 +29,11 @@
 
 namespace torch_backend::distributed {
 
+// Marks the calling thread as a group's watchdog (Watchdog.cpp): there a
+// work's poll() leaves an asynchronous error for the watchdog to publish.
+void mark_watchdog_thread();
+bool on_watchdog_thread();
+
 // What the watchdog needs of a work, without its tensors: the watchdog's
 // thread must never free a tensor (it may run while Python finalises).
 class WorkState final : public StreamDependency,
@@ -35,8 +41,13 @@ class WorkState final : public StreamDependency,
  public:
   // `end_process_on_error`: a failure the caller sees ends the process, as
   // the watchdog's does (TORCH_BACKEND_DIST_ERROR_HANDLING=abort).
+  // `watchdog_publishes`: the group dumps its flight recorder on a failure,
+  // so the library's asynchronous error reaches the caller only once the
+  // watchdog published it, after every rank's dump (as ProcessGroupNCCL lets
+  // no error out before its dump): a caller that ends its process at once
+  // on the error must not cut the dumps short.
   WorkState(std::shared_ptr<Communicator> comm, std::string description,
-            bool end_process_on_error = false);
+            bool end_process_on_error = false, bool watchdog_publishes = false);
 
   // Marks the end of the collective on the communication stream: right after
   // it was enqueued, or after the group that enqueues it (coalescing). Later
@@ -47,6 +58,9 @@ class WorkState final : public StreamDependency,
   // Fails it with `why` unless it already finished. Where an abort ends the
   // collective, fail it first: the abort lets its stream go on.
   void fail(const std::string& why);
+  // The library's asynchronous error poll() found and left to the watchdog
+  // to publish (`watchdog_publishes`); empty if none.
+  std::string unpublished_error() const;
   // The error, if it failed.
   std::exception_ptr error() const override;
   // As a dependency of the streams that wait for it.
@@ -57,6 +71,7 @@ class WorkState final : public StreamDependency,
   const std::shared_ptr<Communicator> comm;
   const std::string description;
   const bool end_process_on_error;
+  const bool watchdog_publishes;
   c10::Event end;
   // As the flight recorder reads it, and its entry there.
   const std::shared_ptr<CollectiveProgress> progress =
@@ -64,7 +79,12 @@ class WorkState final : public StreamDependency,
   std::optional<std::size_t> trace_id;
 
  private:
+  // A caller's poll() waits here for the watchdog to publish an error.
+  void await_publication(const std::string& async);
+
   mutable std::mutex mutex_;
+  std::condition_variable published_;
+  std::string unpublished_;
   std::exception_ptr error_;
   bool done_ = false;
   bool recorded_ = false;

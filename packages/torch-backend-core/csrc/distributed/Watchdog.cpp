@@ -110,6 +110,7 @@ std::string Watchdog::failure() const {
 }
 
 void Watchdog::run() {
+  mark_watchdog_thread();
   std::unique_lock<std::mutex> lock(mutex_);
   while (!stopping_) {
     wake_.wait_for(lock, kPollInterval, [this] { return stopping_; });
@@ -124,6 +125,9 @@ void Watchdog::run() {
       if (work->poll()) {
         if (std::exception_ptr error = work->error(); error && why.empty()) {
           why = message_of(error);
+        } else if (why.empty()) {
+          // The library's error, left here to publish after the dumps.
+          why = work->unpublished_error();
         }
         finished.push_back(work);
         retire_op(work->trace_id);
@@ -162,10 +166,7 @@ void Watchdog::run() {
 void Watchdog::fail_group(const std::string& why) {
   // What every rank last did, before anything the failure sets off.
   if (dumps_) {
-    dumps_->dump_and_tell_peers(std::chrono::milliseconds(
-        c10d::getCvarInt({"TORCH_FR_WAIT_TIMEOUT_DUMP_MILSEC",
-                          "TORCH_NCCL_WAIT_TIMEOUT_DUMP_MILSEC"},
-                         15000)));
+    dumps_->dump_and_tell_peers(std::chrono::milliseconds(dump_wait_ms()));
   }
   // Ending the process comes before the failure is published: once it is,
   // a caller's next collective raises it, and that thread's exit could win

@@ -539,6 +539,48 @@ def scenario_flight_recorder(rank: int, world: int) -> None:
     raise AssertionError(f"rank {rank} wrote no complete flight-recorder dump to {dump}{detail}")
 
 
+def scenario_flight_recorder_exit(rank: int, world: int) -> None:
+    """As flight_recorder, but each rank whose seventh all_reduce failed ends its process the moment the error
+    reaches it (os._exit, as a script that dies on it, or torchrun ending the others, leaves no time). Rank 1
+    ends once its own dump is written. Every dump must exist all the same: the error reaches the caller only
+    after the group's dumps (TORCH_FR_WAIT_TIMEOUT_DUMP_MILSEC bounds the wait). The group's store is served by
+    rank 0, as init_process_group's env:// serves it: its exit takes the store, and with it the request to
+    dump, away from the others."""
+    timeout_s = float(os.environ["DIST_TEST_TIMEOUT_S"])
+    dump = Path(os.environ["TORCH_FR_DUMP_TEMP_FILE"] + str(rank))
+    assert STORE is not None
+    if rank == 0:
+        served = dist.TCPStore("127.0.0.1", 0, world, is_master=True, wait_for_workers=False)
+        STORE.set("rank0_store_port", str(served.port))
+    else:
+        port = int(STORE.get("rank0_store_port"))
+        served = dist.TCPStore("127.0.0.1", port, world, is_master=False, timeout=timedelta(seconds=timeout_s + 60))
+    dist.destroy_process_group()
+    dist.init_process_group(BACKEND, store=served, rank=rank, world_size=world, timeout=timedelta(seconds=timeout_s))
+    t = torch.ones(4, device=DEVICE)
+    for _ in range(6):
+        dist.all_reduce(t)
+        dev.synchronize()
+    start = time.monotonic()
+    if rank != 1:
+        try:
+            dist.all_reduce(t)
+            dev.synchronize()
+        except Exception as e:
+            print(f"FAILED after {time.monotonic() - start:.1f}s: {e}", flush=True)
+            os._exit(0)
+        print("the seventh all_reduce did not fail", flush=True)
+        os._exit(1)
+    while time.monotonic() < start + timeout_s + 30:
+        if dump.exists():
+            time.sleep(0.5)  # written in place: let it finish
+            print(f"DUMPED_AFTER {time.monotonic() - start:.1f}s", flush=True)
+            os._exit(0)
+        time.sleep(0.1)
+    print(f"rank {rank} wrote no flight-recorder dump to {dump}", flush=True)
+    os._exit(1)
+
+
 def scenario_recorded(rank: int, world: int) -> None:
     """The flight recorder holds every op with its group, global ranks, sequence numbers, sizes and state."""
     from torch_backend.distributed import dump_flight_recorder

@@ -50,15 +50,15 @@ def timed(call: Callable[[], None], count: int) -> float:
 
 
 def stress(name: str, call: Callable[[], None], small: int, large: int) -> dict:
-    """Per-call cost of ``call`` with a host synchronisation every ``small`` calls (the median of ``large /
-    small`` such runs: as many calls as the large run, measured next to it) and with ``large`` calls between
+    """Per-call cost of ``call`` with a host synchronisation every ``small`` calls (over ``large / small``
+    such runs: as many calls as the large run, measured next to it) and with ``large`` calls between
     two synchronisations, each the least of ROUNDS rounds, and the resident memory they added; raises if it
     was not flat and bounded. Makes ``small + ROUNDS * 2 * large`` calls."""
     large = max(small, int(large * SCALE))
     timed(call, small)  # warm-up: communicators, caches, the allocator's first blocks
     before = resident_mib()
     # The least of ROUNDS rounds of each: timings on a shared machine only ever come out slower.
-    rounds = [(statistics.median(timed(call, small) for _ in range(large // small)), timed(call, large))
+    rounds = [(statistics.mean(timed(call, small) for _ in range(large // small)), timed(call, large))
               for _ in range(ROUNDS)]  # fmt: skip
     at_small, at_large = min(r[0] for r in rounds), min(r[1] for r in rounds)
     grown = resident_mib() - before

@@ -130,6 +130,24 @@ def test_flight_recorder_names_the_rank_that_never_arrived(tmp_path: Path):
             assert "all_reduce #7" in failed, failed
             # After the timeout and this rank's dump (bounded by TORCH_FR_WAIT_TIMEOUT_DUMP_MILSEC, 15 s).
             assert float(failed.split("after ")[1].split("s:")[0]) <= timeout_s + 15 + 2, failed
+    assert_analyser_names_rank_1(tmp_path, prefix)
+
+
+@needs_native
+def test_flight_recorder_dumps_every_rank_before_the_error_ends_a_process(tmp_path: Path):
+    # Issue 68: ranks that call os._exit the moment the error reaches them used to leave 2 dumps of 4 (the
+    # library's error reached them before the group's dumps were written): now it reaches them after.
+    timeout_s, prefix = 4, "trace_rank_"
+    env = {**ON_NATIVE, "DIST_TEST_TIMEOUT_S": str(timeout_s), "TORCH_FR_DUMP_TEMP_FILE": str(tmp_path / prefix)}
+    results = run_ranks("flight_recorder_exit", 4, env=env, limit_s=180)
+    assert_all_ok(results)
+    dumps = sorted(path.name for path in tmp_path.glob(f"{prefix}*"))
+    assert dumps == [f"{prefix}{rank}" for rank in range(4)], (dumps, results)
+    assert_analyser_names_rank_1(tmp_path, prefix)
+
+
+def assert_analyser_names_rank_1(tmp_path: Path, prefix: str) -> None:
+    """PyTorch's flight-recorder analyser, reading the dumps, names rank 1 as missing from collective 7."""
     library = pickle.loads((tmp_path / f"{prefix}0").read_bytes())["entries"][-1]["profiling_name"].split(":")[0]
     if not flight_recorder_analyser_knows(library):
         pytest.skip(f"this torch's flight-recorder analyser does not read {library}'s ops (the dumps were written)")
