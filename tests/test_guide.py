@@ -174,3 +174,18 @@ def test_the_kits_settings_are_documented_or_internal():
     undocumented = {name for name in read - KIT_INTERNAL_VARIABLES if f"`{name}" not in docs}
     assert not undocumented, "the kit's settings: document them in writing-a-backend.md or development.md"
     assert KIT_INTERNAL_VARIABLES <= read, "a setting listed as internal is no longer read"
+
+
+def test_benchmarks_stress_tables_are_their_json():
+    # Issue 68's figures: each table in docs/benchmarks.md's stress section is rendered from its JSON
+    # (python -m torch_backend.bench.stress --json ...), never typed by hand.
+    import json
+
+    from torch_backend.bench.stress import render
+
+    page = (ROOT / "docs" / "benchmarks.md").read_text()
+    files = sorted((ROOT / "docs" / "bench").glob("stress-*.json"))
+    assert len(files) >= 3, files
+    for path in files:
+        assert f"`docs/bench/{path.name}`" in page, path.name
+        assert render(json.loads(path.read_text())) in page, f"{path.name}: re-render with --markdown"

@@ -146,6 +146,28 @@ def test_flight_recorder_dumps_every_rank_before_the_error_ends_a_process(tmp_pa
     assert_analyser_names_rank_1(tmp_path, prefix)
 
 
+@needs_native
+def test_flight_recorder_dumps_every_rank_under_torchrun(tmp_path: Path):
+    # torchrun's default failure handling: the first rank that dies on the error makes the agent end the
+    # others. They all dump first: the error reaches the script only after every rank's dump.
+    timeout_s, prefix = 4, "trace_rank_"
+    env = os.environ | {
+        "TORCH_BACKEND": DEVICE,
+        "DIST_TEST_TIMEOUT_S": str(timeout_s),
+        "TORCH_FR_DUMP_TEMP_FILE": str(tmp_path / prefix),
+        "TORCH_FR_DUMP_ON_TIMEOUT": "1",
+    }
+    worker = Path(__file__).parent / "torchrun_worker.py"
+    command = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "4", str(worker)]
+    run = subprocess.run(command, env=env, capture_output=True, text=True, timeout=240)
+    output = run.stdout + run.stderr
+    assert run.returncode == 1, f"torchrun exited {run.returncode}:\n{output}"  # the ranks' failure, reported
+    assert "all_reduce #7" in output, output
+    dumps = sorted(path.name for path in tmp_path.glob(f"{prefix}*"))
+    assert dumps == [f"{prefix}{rank}" for rank in range(4)], (dumps, output[-6000:])
+    assert_analyser_names_rank_1(tmp_path, prefix)
+
+
 def assert_analyser_names_rank_1(tmp_path: Path, prefix: str) -> None:
     """PyTorch's flight-recorder analyser, reading the dumps, names rank 1 as missing from collective 7."""
     library = pickle.loads((tmp_path / f"{prefix}0").read_bytes())["entries"][-1]["profiling_name"].split(":")[0]
