@@ -29,6 +29,9 @@ import torch.distributed as dist
 TARGET = 0.8  # staged paths: of plain Gloo's bus bandwidth
 NATIVE_TARGETS = (2.0, 4.0, 0.5)  # native: x plain Gloo, x the pinned path; latency x plain Gloo's
 LATENCY_CALLS = 50
+#: The synchronous-loop pattern: this many 8-byte all_reduce calls between two host synchronisations (the
+#: plainest user loop; issue 68's went exponential at 20).
+SYNC_LOOP_CALLS = 1000
 
 
 def bus_bandwidth(nbytes: int, seconds: float, world: int) -> float:
@@ -72,8 +75,19 @@ def rank_main(args: argparse.Namespace) -> None:
             torch.accelerator.synchronize(device)
         return (time.perf_counter() - start) / calls
 
+    def sync_loop(tensor: torch.Tensor, group: dist.ProcessGroup | None) -> float:
+        """Seconds per call of SYNC_LOOP_CALLS synchronous calls with one host synchronisation after them."""
+        dist.barrier()
+        torch.accelerator.synchronize(device)
+        start = time.perf_counter()
+        for _ in range(SYNC_LOOP_CALLS):
+            dist.all_reduce(tensor, group=group)
+        torch.accelerator.synchronize(device)
+        return (time.perf_counter() - start) / SYNC_LOOP_CALLS
+
     samples: dict[str, list[float]] = {name: [] for name in tensors}
     latency: dict[str, list[float]] = {name: [] for name in small}
+    looped: dict[str, list[float]] = {name: [] for name in small}
     for name in tensors:  # warm-up: connections, communicators, pinned buffers, page faults
         timed(*tensors[name])
         timed(*small[name], calls=5)
@@ -81,20 +95,30 @@ def rank_main(args: argparse.Namespace) -> None:
         for name in tensors:
             samples[name].append(timed(*tensors[name]))
             latency[name].append(timed(*small[name], calls=LATENCY_CALLS))
+            looped[name].append(sync_loop(*small[name]))
     if args.rank == 0:
-        report(samples, latency, numel * 4, args)
+        report(samples, latency, looped, numel * 4, args)
     dist.destroy_process_group()
 
 
 def report(
-    samples: dict[str, list[float]], latency: dict[str, list[float]], nbytes: int, args: argparse.Namespace
+    samples: dict[str, list[float]],
+    latency: dict[str, list[float]],
+    looped: dict[str, list[float]],
+    nbytes: int,
+    args: argparse.Namespace,
 ) -> None:
     names = list(samples)
     cpu_name, pinned_name = names[0], names[2]
     median_bw = {name: bus_bandwidth(nbytes, statistics.median(samples[name]), args.world) for name in names}
     median_latency = {name: statistics.median(latency[name]) for name in names}
+    median_looped = {name: statistics.median(looped[name]) for name in names}
     print(f"all_reduce of {args.mib} MiB float32, {args.world} ranks, {args.repeats} repeats (medians)")
-    print(f"{'tensors':<30}{'time (s)':>10}{'bus GB/s':>10}{'vs cpu':>8}{'spread':>8}{'8 B (us)':>10}  target")
+    print(f"8 B: synchronised after each call; loop: {SYNC_LOOP_CALLS} calls, then one synchronisation")
+    print(
+        f"{'tensors':<30}{'time (s)':>10}{'bus GB/s':>10}{'vs cpu':>8}{'spread':>8}{'8 B (us)':>10}"
+        f"{'loop (us)':>10}  target"
+    )
     rows = []
     for name in names:
         times = samples[name]
@@ -116,9 +140,19 @@ def report(
             )
         else:
             met = f">= {TARGET}  {'yes' if ratio >= TARGET else 'NO'}"
-        print(f"{name:<30}{median:>10.4f}{bw:>10.2f}{ratio:>8.2f}{spread:>8.2f}{micros:>10.1f}  {met}")
+        loop_micros = median_looped[name] * 1e6
+        figures = f"{median:>10.4f}{bw:>10.2f}{ratio:>8.2f}{spread:>8.2f}{micros:>10.1f}{loop_micros:>10.1f}"
+        print(f"{name:<30}{figures}  {met}")
         rows.append(
-            {"tensors": name, "seconds": median, "bus_gbps": bw, "ratio": ratio, "spread": spread, "latency_us": micros}
+            {
+                "tensors": name,
+                "seconds": median,
+                "bus_gbps": bw,
+                "ratio": ratio,
+                "spread": spread,
+                "latency_us": micros,
+                "sync_loop_us": loop_micros,
+            }
         )
     if args.json:
         Path(args.json).parent.mkdir(parents=True, exist_ok=True)
