@@ -215,3 +215,14 @@ def test_development_docs_say_what_the_ci_tag_leaves_out_and_how_often_exits_run
     noxfile = (ROOT / "noxfile.py").read_text()
     runs = int(re.search(r'"TORCH_BACKEND_EXIT_RUNS", "(\d+)"', noxfile).group(1))
     assert f"{runs} in host memory by default" in page and f"{max(3, runs // 5)}, in discrete memory" in page
+
+
+def test_user_guides_ops_example_counts_core_kernel_table_as_kernels_md_does():
+    # Issue 73, item 5: the guide's example said 246 of 246 after the table had grown to 253. kernels.md's
+    # fake section is checked against `python -m torch_backend ops` by fake's own tests.
+    kernels = (ROOT / "docs" / "kernels.md").read_text()
+    counts = re.findall(r"^(\d+) of the (\d+) ops of core's kernel table run on device kernels", kernels, re.M)
+    fake_on_kernels, table = counts[0]
+    assert fake_on_kernels == table, "fake runs every op of core's table on its kernels"
+    guide = USER_GUIDE.read_text()
+    assert f"ops on 'fake': {table} of {table} in core's kernel table run on device kernels" in guide
