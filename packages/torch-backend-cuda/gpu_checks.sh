@@ -4,8 +4,8 @@
 # build of torch 2.11-2.15 already installed:
 #   bash packages/torch-backend-cuda/gpu_checks.sh [--pending] [OUT_DIR]
 # --pending: only what failed, missed its target or never finished on the last GPU, most important
-# first, each step capped so that one call of a 15-minute lease settles it (the kit's torchvision and
-# reduce-overhead tests; then alone the sum, ResNet-18 and GPT cases against CUDA, the sum's kernels
+# first, each step capped so that one call of a 15-minute lease settles it (the kit's torchvision,
+# reduce-overhead, stress and flight-recorder tests; then alone the sum, ResNet-18 and GPT cases against CUDA, the sum's kernels
 # under Nsight Compute, the compiled MLP step and its profile on both devices, the ResNet-18 step's
 # profile, and graph replay against CUDAGraph). OUT_DIR/summary.txt gains each step's result as it ends.
 # Steps, each logged to OUT_DIR/STEP.log (default build/gpu-checks) with its exit status and time:
@@ -225,8 +225,11 @@ if [ -n "$pending" ]; then
   step report 60 smoke
   show report 40
   # What failed on the last GPU (the H200, 2026-11-29) and has changed since: torchvision's ResNet-18
-  # (now compared in float64) and reduce-overhead training with dropout.
-  step kit-pending 120 kit -k "torchvision or reduce_overhead"
+  # (now compared in float64) and reduce-overhead training with dropout; and never run on a GPU: the
+  # stress tests and the flight-recorder dumps of issue 68 (two ranks on one GPU: NCCL >= 2.30 with
+  # NCCL_MULTI_RANK_GPU_ENABLE=1, which the pip wheel provides).
+  export NCCL_MULTI_RANK_GPU_ENABLE=1
+  step kit-pending 300 kit -k "torchvision or reduce_overhead or stress or flight_recorder"
   show kit-pending 40
   # Then alone, what times: the targets still missed first (sum, ResNet-18, the compiled MLP step).
   mapfile -t bench_cases < <(cases "${BENCH_CASES:-sum;ResNet-18 step b8 32x32;GPT}")
