@@ -226,3 +226,28 @@ def test_user_guides_ops_example_counts_core_kernel_table_as_kernels_md_does():
     assert fake_on_kernels == table, "fake runs every op of core's table on its kernels"
     guide = USER_GUIDE.read_text()
     assert f"ops on 'fake': {table} of {table} in core's kernel table run on device kernels" in guide
+
+
+def test_npu_readme_counts_its_headers_and_the_emulators_libraries():
+    # Issue 73, item 10: both counts drifted when a header and a library were added.
+    readme = (NPU / "README.md").read_text()
+    include = NPU / "csrc" / "cann" / "include"
+    operators = [p for p in include.rglob("aclnn_*.h")]
+    others = [p for p in include.rglob("*.h") if not p.name.startswith("aclnn_")]
+    assert f"| `csrc/cann/include/` | {len(operators)} operator headers + {len(others)} |" in readme
+    libraries = re.findall(r"^add_library\((\w+) SHARED", (NPU / "emulator" / "CMakeLists.txt").read_text(), re.M)
+    assert f"{NUMBER_WORDS[len(libraries)].capitalize()} shared libraries with CANN's names" in readme
+    for name in libraries:
+        assert f"- `lib{name}.so`:" in readme, name
+
+
+def test_npus_kernel_count_is_kernels_mds_wherever_it_is_said():
+    # Issue 73, item 12: "68 kernels" counted nothing a test could check. kernels.md's npu section is checked
+    # against `python -m torch_backend ops` by npu's own tests; every page that counts npu's kernels says that.
+    kernels = (ROOT / "docs" / "kernels.md").read_text().split("<!-- kernels:npu -->", 1)[1]
+    on_kernels, table = re.match(r"\s*(\d+) of the (\d+) ops of core's kernel table", kernels).groups()
+    claim = f"{on_kernels} of the {table} ops of core's kernel table"
+    for page in (ROOT / "README.md", GUIDE, NPU / "README.md"):
+        text = " ".join(page.read_text().split())  # wrapped lines
+        assert claim in text, f"{page.name} does not say {claim!r}"
+        assert not re.search(r"\b\d+ kernels (of core's families )?(through|onto) aclnn", text), page.name
