@@ -239,6 +239,8 @@ def test_npu_readme_counts_its_headers_and_the_emulators_libraries():
     assert f"{NUMBER_WORDS[len(libraries)].capitalize()} shared libraries with CANN's names" in readme
     for name in libraries:
         assert f"- `lib{name}.so`:" in readme, name
+    # Item 11: "302 tests, all passing" was stale within a day; the README points to CI's session instead.
+    assert not re.search(r"\b\d+ tests\b", readme), "npu's README counts tests: point to CI's tests-npu instead"
 
 
 def test_npus_kernel_count_is_kernels_mds_wherever_it_is_said():
@@ -251,3 +253,14 @@ def test_npus_kernel_count_is_kernels_mds_wherever_it_is_said():
         text = " ".join(page.read_text().split())  # wrapped lines
         assert claim in text, f"{page.name} does not say {claim!r}"
         assert not re.search(r"\b\d+ kernels (of core's families )?(through|onto) aclnn", text), page.name
+
+
+def test_changelog_names_every_abi_version_of_the_device_interfaces():
+    # Issue 73, item 14: the changelog said "collectives ABI 2" a week after the version became 3. The newest
+    # entry's ABI line must name each header's current version: bump one without a changelog entry and this fails.
+    include = ROOT / "packages" / "torch-backend-core" / "include" / "torch_backend"
+    changelog = (ROOT / "CHANGELOG.md").read_text()
+    newest = re.search(r"^ABI: (.*)$", changelog, re.M).group(1)
+    for interface in ("DeviceRuntime", "DeviceKernels", "DeviceCollectives"):
+        version = re.search(rf"k{interface}AbiVersion = (\d+);", (include / f"{interface}.h").read_text()).group(1)
+        assert f"{interface} {version}" in newest, f"CHANGELOG.md's newest ABI line does not name {interface} {version}"
