@@ -264,3 +264,15 @@ def test_changelog_names_every_abi_version_of_the_device_interfaces():
     for interface in ("DeviceRuntime", "DeviceKernels", "DeviceCollectives"):
         version = re.search(rf"k{interface}AbiVersion = (\d+);", (include / f"{interface}.h").read_text()).group(1)
         assert f"{interface} {version}" in newest, f"CHANGELOG.md's newest ABI line does not name {interface} {version}"
+
+
+def test_rendered_facts_match_their_data():
+    # Issue 73, items 1 and 2: the README's gpu ratios (with target and met/missed) are rendered from the GPU
+    # runs' JSON by ci/docs_facts.py; new data or a hand edit leaves the block stale, and this fails.
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("docs_facts", ROOT / "ci" / "docs_facts.py")
+    facts = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(facts)
+    assert facts.gpu_runs(), "no GPU run's gpu-vs-cuda.json found under docs/bench"
+    assert facts.stale_blocks() == [], "run python ci/docs_facts.py"
