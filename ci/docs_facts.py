@@ -74,8 +74,8 @@ def stale_blocks(root: Path = ROOT) -> list[str]:
 def write_blocks(root: Path = ROOT) -> None:
     for name, (page, render) in BLOCKS.items():
         path = root / page
-        text = render(root)
-        new, count = block_pattern(name).subn(lambda m, text=text: m.group(1) + text + "\n" + m.group(3), path.read_text())
+        text = render(root) + "\n"
+        new, count = block_pattern(name).subn(lambda m, text=text: m.group(1) + text + m.group(3), path.read_text())
         if count != 1:
             raise SystemExit(f"{page}: no <!-- {name}-start --> ... <!-- {name}-end --> block")
         path.write_text(new)
