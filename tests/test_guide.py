@@ -276,3 +276,19 @@ def test_rendered_facts_match_their_data():
     spec.loader.exec_module(facts)
     assert facts.gpu_runs(), "no GPU run's gpu-vs-cuda.json found under docs/bench"
     assert facts.stale_blocks() == [], "run python ci/docs_facts.py"
+
+
+def test_readmes_proven_on_row_names_every_gpu_run():
+    # Issue 73, item 1: the row said "not yet on a GPU" after two GPU runs. Each run's date and GPU (from its
+    # JSON) must be in it.
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("docs_facts", ROOT / "ci" / "docs_facts.py")
+    facts = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(facts)
+    row = next(line for line in (ROOT / "README.md").read_text().splitlines() if line.startswith("| **proven on** |"))
+    gpu_cell = row.split("|")[4]
+    for date, _, run in facts.gpu_runs():
+        model = re.search(r"\b([AHB]\d{2,3})\b", run["machine"]).group(1)  # "NVIDIA H100 80GB HBM3" -> H100
+        assert f"{model} ({date}" in gpu_cell, f"the README's 'proven on' row does not name the {model} run of {date}"
+    assert "not yet on a GPU" not in gpu_cell
