@@ -66,24 +66,18 @@ def rank_main(args: argparse.Namespace) -> None:
     tensors = {name: (torch.ones(numel, device=on), group) for name, (on, group) in paths.items()}
     small = {name: (torch.ones(2, device=on), group) for name, (on, group) in paths.items()}
 
-    def timed(tensor: torch.Tensor, group: dist.ProcessGroup | None, calls: int = 1) -> float:
+    def timed(tensor: torch.Tensor, group: dist.ProcessGroup | None, calls: int = 1, each: bool = True) -> float:
+        """Seconds per call of ``calls`` all_reduce calls, the host synchronising after each (``each``) or
+        once after them all (the synchronous-loop pattern)."""
         dist.barrier()
         torch.accelerator.synchronize(device)
         start = time.perf_counter()
         for _ in range(calls):
             dist.all_reduce(tensor, group=group)
-            torch.accelerator.synchronize(device)
+            if each:
+                torch.accelerator.synchronize(device)
+        torch.accelerator.synchronize(device)
         return (time.perf_counter() - start) / calls
-
-    def sync_loop(tensor: torch.Tensor, group: dist.ProcessGroup | None) -> float:
-        """Seconds per call of SYNC_LOOP_CALLS synchronous calls with one host synchronisation after them."""
-        dist.barrier()
-        torch.accelerator.synchronize(device)
-        start = time.perf_counter()
-        for _ in range(SYNC_LOOP_CALLS):
-            dist.all_reduce(tensor, group=group)
-        torch.accelerator.synchronize(device)
-        return (time.perf_counter() - start) / SYNC_LOOP_CALLS
 
     samples: dict[str, list[float]] = {name: [] for name in tensors}
     latency: dict[str, list[float]] = {name: [] for name in small}
@@ -95,7 +89,7 @@ def rank_main(args: argparse.Namespace) -> None:
         for name in tensors:
             samples[name].append(timed(*tensors[name]))
             latency[name].append(timed(*small[name], calls=LATENCY_CALLS))
-            looped[name].append(sync_loop(*small[name]))
+            looped[name].append(timed(*small[name], calls=SYNC_LOOP_CALLS, each=False))
     if args.rank == 0:
         report(samples, latency, looped, numel * 4, args)
     dist.destroy_process_group()

