@@ -89,7 +89,13 @@ def rank_main(args: argparse.Namespace) -> None:
         for name in tensors:
             samples[name].append(timed(*tensors[name]))
             latency[name].append(timed(*small[name], calls=LATENCY_CALLS))
-            looped[name].append(timed(*small[name], calls=SYNC_LOOP_CALLS, each=False))
+    # After the others: a thousand collectives left in flight would slow the next bandwidth timing.
+    for _ in range(args.repeats):
+        for name in tensors:
+            if args.sync_loop_calls:
+                looped[name].append(timed(*small[name], calls=args.sync_loop_calls, each=False))
+            else:
+                looped[name].append(float("nan"))
     if args.rank == 0:
         report(samples, latency, looped, numel * 4, args)
     dist.destroy_process_group()
@@ -108,7 +114,7 @@ def report(
     median_latency = {name: statistics.median(latency[name]) for name in names}
     median_looped = {name: statistics.median(looped[name]) for name in names}
     print(f"all_reduce of {args.mib} MiB float32, {args.world} ranks, {args.repeats} repeats (medians)")
-    print(f"8 B: synchronised after each call; loop: {SYNC_LOOP_CALLS} calls, then one synchronisation")
+    print(f"8 B: synchronised after each call; loop: {args.sync_loop_calls} calls, then one synchronisation")
     print(
         f"{'tensors':<30}{'time (s)':>10}{'bus GB/s':>10}{'vs cpu':>8}{'spread':>8}{'8 B (us)':>10}"
         f"{'loop (us)':>10}  target"
@@ -210,6 +216,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--mib", type=int, default=64)
     parser.add_argument("--repeats", type=int, default=10)
     parser.add_argument("--quick", action="store_true", help="smoke mode for CI: 1 MiB, 2 repeats")
+    parser.add_argument(
+        "--sync-loop-calls", type=int, default=SYNC_LOOP_CALLS, help="calls of the synchronous loop (0: none)"
+    )
     parser.add_argument("--json", help="write the rows here (rank 0)")
     parser.add_argument(
         "--runs", type=int, default=1, help="launches; above 1, the median and range of each ratio across them"
