@@ -157,12 +157,13 @@ def run_ranks(
             code = rank.wait(timeout=max(1.0, started + limit_s - time.monotonic()))
         except subprocess.TimeoutExpired:
             report = hang_report(ranks)
+            hung = {index for index, other in enumerate(ranks) if other.returncode is None}
             for other in ranks:
                 other.kill()
             for other in ranks:
                 other.wait(timeout=60)
             outputs = "".join(
-                f"\n--- rank {index} ({'killed' if other.returncode is None else f'exited {other.returncode}'})"
+                f"\n--- rank {index} ({'hung, killed' if index in hung else f'exited {other.returncode}'})"
                 f", its last output:\n{_tail(other.output(), 60)}"
                 for index, other in enumerate(ranks)
             )
