@@ -178,10 +178,10 @@ def test_the_kits_settings_are_documented_or_internal():
 
 def test_benchmarks_stress_tables_are_their_json():
     # Issue 68's figures: each table in docs/benchmarks.md's stress section is rendered from its JSON
-    # (python -m torch_backend.bench.stress --json ...), never typed by hand.
+    # (python -m torch_backend.testing.stress --json ...), never typed by hand.
     import json
 
-    from torch_backend.bench.stress import render
+    from torch_backend.testing.stress import render
 
     page = (ROOT / "docs" / "benchmarks.md").read_text()
     files = sorted((ROOT / "docs" / "bench").glob("stress-*.json"))

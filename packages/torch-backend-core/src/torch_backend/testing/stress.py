@@ -1,4 +1,6 @@
-"""``python -m torch_backend.bench.stress``: the kit's stress patterns on the active backend, as a table.
+"""``python -m torch_backend.testing.stress``: the kit's stress patterns on the active backend, as a table.
+
+(Part of the kit, not of bench/: it runs the kit's rank scripts, and product modules never import the kit.)
 
 Runs the conformance kit's stress scenarios (``testing/conformance/stress_worker.py``: 10,000 collectives,
 100,000 event record/wait pairs and kernels between two host synchronisations, 2 ranks on the native
