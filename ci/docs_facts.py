@@ -7,6 +7,8 @@ check, so CI fails on a figure typed by hand or left behind by new data).
 
 - ``gpu-ratios`` in README.md: every GPU run's gpu / CUDA ratios (``docs/bench/gpu-*/**/gpu-vs-cuda.json``,
   written by ``gpu_checks.sh``), each with its target and whether it was met.
+- ``allreduce-runs`` in docs/user-guide.md: ``bench.allreduce --runs 5`` in host and discrete memory
+  (``docs/bench/allreduce-runs-{host,discrete}.json``).
 """
 
 from __future__ import annotations
@@ -53,8 +55,38 @@ def render_gpu_ratios(root: Path = ROOT) -> str:
     return "\n".join(lines)
 
 
+def render_allreduce_runs(root: Path = ROOT) -> str:
+    """bench.allreduce --runs N in each memory mode: per path the medians over the runs (the ratio with its
+    lowest and highest), and the native path's targets."""
+    import statistics
+
+    lines = [
+        "| tensors (2 ranks) | runs | 64 MiB | bus bandwidth | vs CPU (lowest - highest) | 8 bytes | loop, per call |",
+        "| --- | --- | --- | --- | --- | --- | --- |",
+    ]
+    for mode in ("host", "discrete"):
+        runs = json.loads((root / "docs" / "bench" / f"allreduce-runs-{mode}.json").read_text())["runs"]
+        for index, row in enumerate(runs[0]):
+
+            def median(key: str, index: int = index, runs: list = runs) -> float:
+                return statistics.median(run[index][key] for run in runs)
+
+            ratios = [run[index]["ratio"] for run in runs]
+            spread = "" if row["tensors"].startswith("cpu") else f" ({min(ratios):.2f} - {max(ratios):.2f})"
+            name = row["tensors"] if mode == "host" else f"discrete memory: {row['tensors']}"
+            lines.append(
+                f"| {name} | {len(runs)} | {median('seconds') * 1e3:.1f} ms | {median('bus_gbps'):.2f} GB/s "
+                f"| {statistics.median(ratios):.2f}{spread} | {median('latency_us'):.0f} us "
+                f"| {median('sync_loop_us'):.0f} us |"
+            )
+    return "\n".join(lines)
+
+
 #: block name -> (page, renderer)
-BLOCKS: dict[str, tuple[str, Callable[[Path], str]]] = {"gpu-ratios": ("README.md", render_gpu_ratios)}
+BLOCKS: dict[str, tuple[str, Callable[[Path], str]]] = {
+    "gpu-ratios": ("README.md", render_gpu_ratios),
+    "allreduce-runs": ("docs/user-guide.md", render_allreduce_runs),
+}
 
 
 def block_pattern(name: str) -> re.Pattern[str]:
