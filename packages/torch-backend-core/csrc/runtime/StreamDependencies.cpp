@@ -165,8 +165,8 @@ Outcome settle(Registry& r, const NodePtr& root) {
     for (std::size_t i = 0; i < to_poll.size(); ++i) {
       if (to_poll[i] != nullptr) {
         const State state = to_poll[i]->state();
-        polled[i] = {state, state == State::Failed ? to_poll[i]->error()
-                                                   : nullptr};
+        polled[i] = {state,
+                     state == State::Failed ? to_poll[i]->error() : nullptr};
       } else {
         polled[i] = {State::Succeeded, nullptr};
       }
@@ -261,8 +261,7 @@ void advance(Registry& r, const std::pair<c10::DeviceIndex, c10::StreamId>& key,
     }
     released.push_back(std::move(history.point));
     history.point = std::move(point);
-    crowded =
-        ++history.added >= std::max(kMinAddedBeforeSettle, history.live);
+    crowded = ++history.added >= std::max(kMinAddedBeforeSettle, history.live);
   }
   if (crowded) {
     settle_stream(r, key);  // a stream never synchronised: bound it
@@ -356,8 +355,7 @@ void note_event_waited(void* event, const c10::Stream& stream) {
   Registry& r = registry();
   advance(r, key_of(stream), [&](const NodePtr& previous) -> NodePtr {
     auto found = r.events.find(event);
-    return found == r.events.end() ? previous
-                                   : join(previous, found->second);
+    return found == r.events.end() ? previous : join(previous, found->second);
   });
 }
 

@@ -86,10 +86,19 @@ def stress(name: str, call: Callable[[], None], small: int, large: int) -> dict:
     before = resident_mib()
     rounds: list[tuple[float, float, float]] = []  # (late / early, whole per call, per call synchronised often)
 
-    def met() -> bool:
-        return min(r[0] for r in rounds) <= FLAT and min(r[1] for r in rounds) <= WHOLE * min(r[2] for r in rounds)
+    def another_round() -> bool:
+        """Whether any rank still misses a bound: every rank must run as many rounds, or their collectives
+        part (a rank one round ahead waits for peers that finished: the group's timeout)."""
+        if len(rounds) < ROUNDS:
+            return True
+        if len(rounds) >= MAX_ROUNDS:
+            return False
+        met = min(r[0] for r in rounds) <= FLAT and min(r[1] for r in rounds) <= WHOLE * min(r[2] for r in rounds)
+        missed = torch.tensor([0 if met else 1])
+        dist.all_reduce(missed, op=dist.ReduceOp.MAX)  # a CPU tensor: the group's CPU backend
+        return bool(missed.item())
 
-    while len(rounds) < ROUNDS or (len(rounds) < MAX_ROUNDS and not met()):
+    while another_round():
         often = statistics.mean(timed(call, small)[0] for _ in range(large // small))
         whole, parts = timed(call, large, chunks=100)
         rounds.append((statistics.median(parts[-10:]) / statistics.median(parts[:10]), whole, often))
