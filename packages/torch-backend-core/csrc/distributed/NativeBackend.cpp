@@ -322,8 +322,9 @@ c10::intrusive_ptr<c10d::Work> NativeBackend::launch(
       (getGroupUid().empty() ? std::string()
                              : ", process group '" + getGroupUid() + "'") +
       ")";
-  auto state = std::make_shared<WorkState>(
-      comm, std::move(description), end_process_on_error_, dumps_on_failure());
+  auto state = std::make_shared<WorkState>(comm, std::move(description),
+                                           end_process_on_error_,
+                                           watchdog().dumps_first());
   if (!ranks_recorded_) {
     record_group_ranks(recorded_name(), global_ranks_);
     ranks_recorded_ = true;

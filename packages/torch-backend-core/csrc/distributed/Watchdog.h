@@ -43,6 +43,9 @@ class Watchdog {
   void watch(std::weak_ptr<Communicator> comm);
   // Why the group failed; "" while it has not.
   std::string failure() const;
+  // Whether a failure dumps the flight recorder first (then the watchdog
+  // publishes the library's asynchronous errors, after the dumps).
+  bool dumps_first() const { return dumps_ != nullptr; }
   // Returns once every watched collective finished or the group failed, and
   // stops the thread.
   void drain();
